@@ -1,0 +1,282 @@
+// Package pending is the durable journal of write calls: a SQLite file in
+// which a call exists, committed with a full fsync, before a single byte of
+// it is sent, and from which nothing is ever deleted or silently changed.
+// It knows nothing of MCP or of any UI.
+package pending
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // pure-Go SQLite driver "sqlite"
+)
+
+// Errors callers branch on. Open wraps them with the path.
+var (
+	ErrNotJournal  = errors.New("not an mcp-confirm journal")
+	ErrNewerSchema = errors.New("journal was written by a newer mcp-confirm")
+	ErrNoSuchCall  = errors.New("no such call")
+	ErrClosed      = errors.New("journal closed")
+)
+
+// Options tune Open. The zero value is what the product uses.
+type Options struct {
+	// Now is the clock; tests set it. Default time.Now.
+	Now func() time.Time
+	// BusyTimeout bounds how long a writer waits for another process's
+	// write transaction. Default 10s.
+	BusyTimeout time.Duration
+	// SkipRecovery opens without turning dead owners' in-flight calls into
+	// unknown (tests of recovery itself use it). The product never sets it.
+	SkipRecovery bool
+}
+
+// Journal is an open journal file. It is safe for concurrent use.
+type Journal struct {
+	path   string
+	now    func() time.Time
+	read   *sql.DB // readers: a small pool, never blocked by writers (WAL)
+	wdb    *sql.DB // the single writer connection's pool
+	wconn  *sql.Conn
+	writes chan *writeReq
+	done   chan struct{}
+	owner  *ownerLock
+
+	recovered []int64 // calls turned unknown by recovery on open
+	version   versionConn
+}
+
+// DefaultPath is the journal path when --db is not given (SPEC §4):
+// $MCP_CONFIRM_DB, else $XDG_STATE_HOME/mcp-confirm/journal.db, else
+// ~/.local/state/mcp-confirm/journal.db.
+func DefaultPath(getenv func(string) string) (string, error) {
+	if p := getenv("MCP_CONFIRM_DB"); p != "" {
+		return p, nil
+	}
+	if d := getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "mcp-confirm", "journal.db"), nil
+	}
+	home := getenv("HOME")
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("no journal path: set --db or $MCP_CONFIRM_DB (%w)", err)
+		}
+		home = h
+	}
+	return filepath.Join(home, ".local", "state", "mcp-confirm", "journal.db"), nil
+}
+
+// Open opens or creates the journal at path, runs pending migrations, and
+// recovers in-flight calls whose owner process is gone. A file that is not a
+// journal, or one from a newer schema, is refused before anything is written.
+func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.BusyTimeout == 0 {
+		opts.BusyTimeout = 10 * time.Second
+	}
+	if strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("open journal %s: the path may not contain '?' or '#'", path)
+	}
+	if err := createFile(path); err != nil {
+		return nil, fmt.Errorf("open journal %s: %w", path, err)
+	}
+	if err := checkHeader(path); err != nil {
+		return nil, fmt.Errorf("open journal %s: %w", path, err)
+	}
+	j := &Journal{path: path, now: opts.Now, writes: make(chan *writeReq, 1024), done: make(chan struct{})}
+	ok := false
+	defer func() {
+		if !ok {
+			j.closeHandles()
+		}
+	}()
+	dsn := fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)", path, opts.BusyTimeout.Milliseconds())
+	var err error
+	if j.wdb, err = sql.Open("sqlite", dsn); err != nil {
+		return nil, fmt.Errorf("open journal %s: %w", path, err)
+	}
+	j.wdb.SetMaxOpenConns(1)
+	if j.wconn, err = j.wdb.Conn(ctx); err != nil {
+		return nil, fmt.Errorf("open journal %s: %w", path, err)
+	}
+	if err := j.checkSchema(ctx); err != nil {
+		return nil, fmt.Errorf("open journal %s: %w", path, err)
+	}
+	if _, err := j.wconn.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
+		return nil, fmt.Errorf("open journal %s: set WAL mode: %w", path, err)
+	}
+	if err := j.migrate(ctx); err != nil {
+		return nil, fmt.Errorf("open journal %s: %w", path, err)
+	}
+	if j.read, err = sql.Open("sqlite", dsn+"&_pragma=query_only(1)"); err != nil {
+		return nil, fmt.Errorf("open journal %s: %w", path, err)
+	}
+	j.read.SetMaxOpenConns(4)
+	j.read.SetMaxIdleConns(4)
+	if j.owner, err = acquireOwner(path); err != nil {
+		return nil, fmt.Errorf("open journal %s: %w", path, err)
+	}
+	go j.writer()
+	if !opts.SkipRecovery {
+		if j.recovered, err = j.Recover(ctx); err != nil {
+			j.Close()
+			return nil, fmt.Errorf("open journal %s: recover: %w", path, err)
+		}
+	}
+	ok = true
+	return j, nil
+}
+
+// Path is the journal file's path.
+func (j *Journal) Path() string { return j.path }
+
+// Owner is this process's liveness token, stored on the calls it sends.
+func (j *Journal) Owner() string { return j.owner.id }
+
+// Recovered lists the calls that Open turned from in_flight into unknown
+// because their owner had died.
+func (j *Journal) Recovered() []int64 { return j.recovered }
+
+// Close stops the writer after it has committed everything queued, and
+// releases this process's owner lock. In-flight calls of this owner stay
+// in_flight in the file until the next Open anywhere recovers them; callers
+// (guard) end their attempts before closing.
+func (j *Journal) Close() error {
+	select {
+	case <-j.done:
+		return nil
+	default:
+	}
+	close(j.writes)
+	<-j.done
+	return j.closeHandles()
+}
+
+func (j *Journal) closeHandles() error {
+	var errs []error
+	if j.version.conn != nil {
+		errs = append(errs, j.version.conn.Close())
+	}
+	if j.wconn != nil {
+		errs = append(errs, j.wconn.Close())
+	}
+	if j.wdb != nil {
+		errs = append(errs, j.wdb.Close())
+	}
+	if j.read != nil {
+		errs = append(errs, j.read.Close())
+	}
+	if j.owner != nil {
+		errs = append(errs, j.owner.release())
+	}
+	return errors.Join(errs...)
+}
+
+// createFile makes the folder 0700 and the file 0600 if they do not exist,
+// so SQLite never creates them with the umask's looser modes.
+func createFile(path string) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create folder: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// checkHeader refuses a non-empty file that is not SQLite before the driver
+// touches it.
+func checkHeader(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st.IsDir() {
+		return fmt.Errorf("%w: it is a folder", ErrNotJournal)
+	}
+	head := make([]byte, 16)
+	n, err := io.ReadFull(f, head)
+	if n == 0 && (err == io.EOF) {
+		return nil // empty: a new journal
+	}
+	if !bytes.Equal(head[:n], []byte("SQLite format 3\x00")) {
+		return fmt.Errorf("%w: the file is not a SQLite database", ErrNotJournal)
+	}
+	return nil
+}
+
+// checkSchema refuses another application's database and a newer schema,
+// reading only.
+func (j *Journal) checkSchema(ctx context.Context) error {
+	var appID, version, tables int
+	if err := j.wconn.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
+		return fmt.Errorf("%w: %v", ErrNotJournal, err)
+	}
+	if err := j.wconn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return err
+	}
+	if err := j.wconn.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&tables); err != nil {
+		return err
+	}
+	if appID == 0 && tables == 0 && version == 0 {
+		return nil // a new, empty database
+	}
+	if appID != applicationID {
+		return fmt.Errorf("%w: it is a SQLite database of another application", ErrNotJournal)
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("%w (schema %d, this build knows %d): upgrade mcp-confirm", ErrNewerSchema, version, len(migrations))
+	}
+	return nil
+}
+
+func (j *Journal) migrate(ctx context.Context) error {
+	if _, err := j.wconn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	var version int
+	if err := j.wconn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		j.rollback()
+		return err
+	}
+	for i := version; i < len(migrations); i++ {
+		if _, err := j.wconn.ExecContext(ctx, migrations[i]); err != nil {
+			j.rollback()
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+	}
+	if version < len(migrations) {
+		stmt := fmt.Sprintf("PRAGMA application_id = %d; PRAGMA user_version = %d", applicationID, len(migrations))
+		if _, err := j.wconn.ExecContext(ctx, stmt); err != nil {
+			j.rollback()
+			return err
+		}
+	}
+	_, err := j.wconn.ExecContext(ctx, "COMMIT")
+	return err
+}
+
+func (j *Journal) rollback() {
+	_, _ = j.wconn.ExecContext(context.Background(), "ROLLBACK")
+}

@@ -1,0 +1,341 @@
+package pending
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// testClock is a settable clock so created_at order is deterministic.
+type testClock struct{ t time.Time }
+
+func (c *testClock) now() time.Time {
+	c.t = c.t.Add(time.Millisecond)
+	return c.t
+}
+
+func openTest(t testing.TB, path string) *Journal {
+	t.Helper()
+	if path == "" {
+		path = filepath.Join(t.TempDir(), "journal.db")
+	}
+	j, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return j
+}
+
+func intent(tool string, args string) Intent {
+	sum := sha256.Sum256([]byte(tool + args))
+	return Intent{
+		Server: "demo", Tool: tool, Kind: KindWrite, KindSource: KindFromDefault,
+		Key: fmt.Sprintf("key-%x", sum[:8]), Args: json.RawMessage(args), Fingerprint: fmt.Sprintf("%x", sum), Session: 1,
+	}
+}
+
+func TestIntentOutcomeRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	j := openTest(t, "")
+	c, err := j.RecordIntent(ctx, intent("create_order", `{"item":"widget"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.State != StateInFlight || c.ID == 0 {
+		t.Fatalf("intent = %+v", c)
+	}
+	if err := j.RecordSent(ctx, c.ID, 1, "7"); err != nil {
+		t.Fatal(err)
+	}
+	res := json.RawMessage(`{"content":[],"isError":false}`)
+	if err := j.RecordOutcome(ctx, c.ID, 1, Outcome{Event: EventSucceeded, Result: res}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := j.Get(ctx, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != StateSucceeded || len(got.Attempts) != 1 || got.Attempts[0].Outcome != OutcomeSucceeded ||
+		got.Attempts[0].RPCID != "7" || string(got.Attempts[0].Result) != string(res) || got.Attempts[0].EndedAt == nil {
+		t.Fatalf("after outcome: %+v", got)
+	}
+	// A second outcome for the same attempt is refused and changes nothing.
+	err = j.RecordOutcome(ctx, c.ID, 1, Outcome{Event: EventFailed})
+	if !errors.Is(err, ErrAttemptEnded) {
+		t.Fatalf("second outcome: %v", err)
+	}
+	counts, err := j.Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts[StateSucceeded] != 1 || counts[StateInFlight] != 0 {
+		t.Fatalf("counts = %v", counts)
+	}
+}
+
+func TestHoldAndKeyReuse(t *testing.T) {
+	ctx := context.Background()
+	j := openTest(t, "")
+	in := intent("create_order", `{"item":"widget"}`)
+	in.Hold = true
+	first, err := j.RecordIntent(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Same arguments, new key, while the first is in flight: held.
+	again := in
+	again.Key = "another-key-000001"
+	var held *HeldError
+	if _, err := j.RecordIntent(ctx, again); !errors.As(err, &held) || held.CallID != first.ID {
+		t.Fatalf("identical intent: %v", err)
+	}
+	// Without Hold (--new), it goes through.
+	again.Hold = false
+	if _, err := j.RecordIntent(ctx, again); err != nil {
+		t.Fatalf("--new intent: %v", err)
+	}
+	// The same key again: refused, naming the call that has it.
+	var exists *KeyExistsError
+	if _, err := j.RecordIntent(ctx, in); !errors.As(err, &exists) || exists.CallID != first.ID {
+		t.Fatalf("key reuse: %v", err)
+	}
+	calls, err := j.List(ctx, Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 2 {
+		t.Fatalf("want 2 calls, got %d", len(calls))
+	}
+}
+
+func TestDecisionsFollowTheStateMachine(t *testing.T) {
+	ctx := context.Background()
+	j := openTest(t, "")
+	c, err := j.RecordIntent(ctx, intent("create_order", `{"n":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Abandon is not allowed while in flight: typed error, nothing written.
+	err = j.Decide(ctx, c.ID, DecisionInput{Action: ActionAbandon, Operator: "op", Note: "x"})
+	var te *TransitionError
+	if !errors.As(err, &te) || te.From != StateInFlight {
+		t.Fatalf("abandon in flight: %v", err)
+	}
+	if got, _ := j.Get(ctx, c.ID); len(got.Decisions) != 0 || got.State != StateInFlight {
+		t.Fatalf("refused decision left traces: %+v", got)
+	}
+	if err := j.RecordOutcome(ctx, c.ID, 1, Outcome{Event: EventLost, Reason: "idle timeout", Clock: "idle"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Decide(ctx, c.ID, DecisionInput{Action: ActionQuery, Operator: "op", Evidence: json.RawMessage(`{"orders":[]}`), Proposal: "not applied"}); err != nil {
+		t.Fatal(err)
+	}
+	call, attempt, err := j.Retry(ctx, c.ID, RetryInput{Operator: "op", Session: 2, Kind: KindRead, KindSource: KindFromAnnotation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if attempt.N != 2 || call.State != StateInFlight || call.Kind != KindWrite {
+		t.Fatalf("retry: attempt %d, call %+v (a read re-evaluation must not relax a write)", attempt.N, call)
+	}
+	if err := j.RecordOutcome(ctx, c.ID, 2, Outcome{Event: EventLost, Reason: "connection lost"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Decide(ctx, c.ID, DecisionInput{Action: ActionAbandon, Operator: "op", Note: "gave up"}); err != nil {
+		t.Fatal(err)
+	}
+	// Terminal: nothing moves it any more.
+	for _, in := range []DecisionInput{{Action: ActionMark, Operator: "op"}, {Action: ActionAbandon, Operator: "op"}} {
+		if err := j.Decide(ctx, c.ID, in); !errors.Is(err, ErrIllegalTransition) {
+			t.Fatalf("%s on abandoned: %v", in.Action, err)
+		}
+	}
+	if _, _, err := j.Retry(ctx, c.ID, RetryInput{Operator: "op"}); !errors.Is(err, ErrIllegalTransition) {
+		t.Fatalf("retry on abandoned: %v", err)
+	}
+	// A note is always allowed.
+	if err := j.Decide(ctx, c.ID, DecisionInput{Action: ActionNote, Operator: "op", Note: "checked with finance"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := j.Get(ctx, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var actions []Action
+	for _, d := range got.Decisions {
+		actions = append(actions, d.Action)
+	}
+	if fmt.Sprint(actions) != "[query retry abandon note]" || got.Proposal != "not applied" || len(got.Attempts) != 2 {
+		t.Fatalf("decisions %v, proposal %q, attempts %d", actions, got.Proposal, len(got.Attempts))
+	}
+	if got.Decisions[1].Attempt != 2 {
+		t.Fatalf("retry decision should name attempt 2: %+v", got.Decisions[1])
+	}
+}
+
+func TestLateResults(t *testing.T) {
+	ctx := context.Background()
+	j := openTest(t, "")
+	lost := func(args string) int64 {
+		c, err := j.RecordIntent(ctx, intent("create_order", args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := j.RecordOutcome(ctx, c.ID, 1, Outcome{Event: EventLost, Reason: "idle timeout", Clock: "idle"}); err != nil {
+			t.Fatal(err)
+		}
+		return c.ID
+	}
+	res := Outcome{Event: EventSucceeded, Result: json.RawMessage(`{"content":[]}`)}
+
+	settles := lost(`{"n":1}`)
+	if err := j.RecordLateResult(ctx, settles, 1, res); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := j.Get(ctx, settles); c.State != StateSucceeded || c.Conflict || !c.Attempts[0].Late {
+		t.Fatalf("late result on unknown: %+v", c)
+	}
+
+	conflicts := lost(`{"n":2}`)
+	if err := j.Decide(ctx, conflicts, DecisionInput{Action: ActionAbandon, Operator: "op"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.RecordLateResult(ctx, conflicts, 1, res); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := j.Get(ctx, conflicts)
+	if c.State != StateAbandoned || !c.Conflict || c.ConflictNote != "abandoned, but the server reports it applied" {
+		t.Fatalf("late result on abandoned: %+v", c)
+	}
+	st, err := j.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.LateResults != 2 || st.Conflicts != 1 || st.TimeToResolve.Count != 2 {
+		t.Fatalf("stats: %+v", st)
+	}
+}
+
+func TestFilePermissions(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state", "mcp-confirm")
+	path := filepath.Join(dir, "journal.db")
+	openTest(t, path)
+	for p, want := range map[string]os.FileMode{dir: 0o700, path: 0o600} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.Mode().Perm(); got != want {
+			t.Errorf("%s: mode %o, want %o", p, got, want)
+		}
+	}
+}
+
+func TestRefusesFilesThatAreNotJournals(t *testing.T) {
+	dir := t.TempDir()
+	text := filepath.Join(dir, "notes.txt")
+	os.WriteFile(text, []byte("hello, not a database\n"), 0o600)
+
+	other := filepath.Join(dir, "other.db")
+	db, err := sql.Open("sqlite", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE TABLE t (x); INSERT INTO t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	newer := filepath.Join(dir, "newer.db")
+	j := openTest(t, newer)
+	j.Close()
+	db, _ = sql.Open("sqlite", newer)
+	if _, err := db.Exec(fmt.Sprintf("PRAGMA user_version = %d", len(migrations)+1)); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	for _, tc := range []struct {
+		path string
+		want error
+	}{{text, ErrNotJournal}, {other, ErrNotJournal}, {newer, ErrNewerSchema}, {dir, ErrNotJournal}} {
+		before := fileSum(t, tc.path)
+		_, err := Open(context.Background(), tc.path, Options{})
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: err %v, want %v", filepath.Base(tc.path), err, tc.want)
+		}
+		if after := fileSum(t, tc.path); after != before {
+			t.Errorf("%s: file changed by a refused open", filepath.Base(tc.path))
+		}
+	}
+}
+
+func fileSum(t *testing.T, path string) string {
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.IsDir() {
+		return "dir"
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%x", sha256.Sum256(b))
+}
+
+func TestListOrderAndKeysetPaging(t *testing.T) {
+	ctx := context.Background()
+	clk := &testClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	j, err := Open(ctx, filepath.Join(t.TempDir(), "j.db"), Options{Now: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	for i := range 25 {
+		c, err := j.RecordIntent(ctx, intent("create_order", fmt.Sprintf(`{"n":%d}`, i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			if err := j.RecordOutcome(ctx, c.ID, 1, Outcome{Event: EventLost, Reason: "idle timeout"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var seen []int64
+	var after *Call
+	for {
+		page, err := j.List(ctx, Filter{States: []State{StateUnknown}, OldestFirst: true, Limit: 5, After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, c := range page {
+			seen = append(seen, c.ID)
+		}
+		after = &page[len(page)-1]
+	}
+	if len(seen) != 13 {
+		t.Fatalf("unknown calls: %v", seen)
+	}
+	for i := 1; i < len(seen); i++ {
+		if seen[i] <= seen[i-1] {
+			t.Fatalf("not oldest first: %v", seen)
+		}
+	}
+	newest, _ := j.List(ctx, Filter{Limit: 1})
+	if newest[0].ID != 25 {
+		t.Fatalf("newest first: got %d", newest[0].ID)
+	}
+}

@@ -1,0 +1,105 @@
+package pending
+
+// The journal's schema, in one place, as numbered migrations run on open
+// (PRAGMA user_version is the number applied). A person can read the journal
+// with sqlite3: times are RFC 3339 UTC text with nanoseconds, JSON is text.
+//
+// The SQL is kept portable where it matters (SPEC §8): plain tables, no
+// SQLite-only types; triggers and PRAGMAs are the SQLite driver's own part.
+
+// applicationID marks a file as an mcp-confirm journal ("MCPC").
+const applicationID = 0x4d435043
+
+var migrations = []string{
+	// 1: calls, attempts, decisions, events.
+	`
+CREATE TABLE calls (
+	id            INTEGER PRIMARY KEY,
+	server        TEXT    NOT NULL,               -- name the server declares (serverInfo.name)
+	server_alias  TEXT    NOT NULL DEFAULT '',    -- config name, when one was used
+	tool          TEXT    NOT NULL,
+	kind          TEXT    NOT NULL CHECK (kind IN ('read', 'write')),
+	kind_source   TEXT    NOT NULL CHECK (kind_source IN ('policy', 'annotation', 'default')),
+	key           TEXT    NOT NULL,               -- idempotency key, fixed for the call's life
+	args          TEXT    NOT NULL,               -- JSON object, redacted fields masked
+	fingerprint   TEXT    NOT NULL,               -- SHA-256 of the canonical, unredacted arguments
+	state         TEXT    NOT NULL CHECK (state IN ('in_flight', 'succeeded', 'failed', 'unknown', 'applied', 'abandoned')),
+	reason        TEXT    NOT NULL DEFAULT '',    -- why it is unknown / failed
+	owner         TEXT    NOT NULL DEFAULT '',    -- process holding it in flight (see owners.go)
+	conflict      INTEGER NOT NULL DEFAULT 0,     -- a late result contradicts the operator's decision
+	conflict_note TEXT    NOT NULL DEFAULT '',
+	proposal      TEXT    NOT NULL DEFAULT '',    -- proposed resolution from the automatic query
+	created_at    TEXT    NOT NULL,
+	updated_at    TEXT    NOT NULL,
+	UNIQUE (server, tool, key)
+);
+-- "unknown, oldest first" and every per-state list.
+CREATE INDEX calls_by_state ON calls (state, created_at, id);
+-- the resend hold: same server, tool and arguments.
+CREATE INDEX calls_by_fingerprint ON calls (server, tool, fingerprint);
+-- list (newest first) and export --since.
+CREATE INDEX calls_by_created ON calls (created_at, id);
+
+-- A terminal state never changes, whatever code runs against the file.
+CREATE TRIGGER calls_terminal_stays BEFORE UPDATE OF state ON calls
+WHEN OLD.state IN ('succeeded', 'applied', 'abandoned') AND NEW.state <> OLD.state
+BEGIN SELECT RAISE(ABORT, 'terminal state cannot change'); END;
+CREATE TRIGGER calls_never_deleted BEFORE DELETE ON calls
+BEGIN SELECT RAISE(ABORT, 'calls are never deleted'); END;
+
+CREATE TABLE attempts (
+	call_id  INTEGER NOT NULL REFERENCES calls (id),
+	n        INTEGER NOT NULL,                    -- 1, 2, ... without gaps
+	session  INTEGER NOT NULL,                    -- mcpclient session number
+	owner    TEXT    NOT NULL,
+	rpc_id   TEXT    NOT NULL DEFAULT '',         -- JSON-RPC id of the first wire request
+	sent_at  TEXT    NOT NULL,
+	ended_at TEXT,
+	outcome  TEXT    NOT NULL DEFAULT 'pending' CHECK (outcome IN ('pending', 'succeeded', 'failed', 'unknown')),
+	reason   TEXT    NOT NULL DEFAULT '',
+	clock    TEXT    NOT NULL DEFAULT '',         -- 'idle' or 'absolute' when a deadline fired
+	result   TEXT,                                -- CallToolResult as MCP JSON
+	error    TEXT,                                -- JSON-RPC error as JSON
+	late     INTEGER NOT NULL DEFAULT 0,          -- the answer came after the attempt ended unknown
+	PRIMARY KEY (call_id, n)
+);
+
+CREATE TABLE decisions (
+	id       INTEGER PRIMARY KEY,
+	call_id  INTEGER NOT NULL REFERENCES calls (id),
+	action   TEXT    NOT NULL CHECK (action IN ('query', 'retry', 'abandon', 'mark', 'note')),
+	operator TEXT    NOT NULL,
+	at       TEXT    NOT NULL,
+	note     TEXT    NOT NULL DEFAULT '',
+	evidence TEXT,                                -- query result, late result, override notes
+	attempt  INTEGER                              -- the attempt a retry started
+);
+CREATE INDEX decisions_by_call ON decisions (call_id, id);
+CREATE TRIGGER decisions_append_only BEFORE UPDATE ON decisions
+BEGIN SELECT RAISE(ABORT, 'decisions are append-only'); END;
+CREATE TRIGGER decisions_never_deleted BEFORE DELETE ON decisions
+BEGIN SELECT RAISE(ABORT, 'decisions are append-only'); END;
+
+CREATE TABLE events (
+	id      INTEGER PRIMARY KEY,
+	at      TEXT    NOT NULL,
+	kind    TEXT    NOT NULL,                     -- dedupe_hit, session_started, recovery, late_result, conflict
+	call_id INTEGER,
+	detail  TEXT    NOT NULL DEFAULT ''
+);
+CREATE INDEX events_by_kind ON events (kind);
+
+-- Per-state counts kept by triggers, so the console's tabs cost O(1) on a
+-- journal of millions of calls.
+CREATE TABLE state_counts (state TEXT PRIMARY KEY, n INTEGER NOT NULL);
+INSERT INTO state_counts (state, n) VALUES
+	('in_flight', 0), ('succeeded', 0), ('failed', 0), ('unknown', 0), ('applied', 0), ('abandoned', 0);
+CREATE TRIGGER state_counts_insert AFTER INSERT ON calls
+BEGIN UPDATE state_counts SET n = n + 1 WHERE state = NEW.state; END;
+CREATE TRIGGER state_counts_update AFTER UPDATE OF state ON calls WHEN NEW.state <> OLD.state
+BEGIN
+	UPDATE state_counts SET n = n - 1 WHERE state = OLD.state;
+	UPDATE state_counts SET n = n + 1 WHERE state = NEW.state;
+END;
+`,
+}

@@ -1,0 +1,177 @@
+package pending
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// Liveness (SPEC §3). Every process that opens the journal holds an
+// exclusive flock on its own lock file in "<journal>.owners/". The kernel
+// drops the lock when the process dies, however it dies, so "its lock file
+// can be locked by someone else" is proof the owner is gone. A PID is never
+// trusted: PIDs are reused.
+
+type ownerLock struct {
+	id   string
+	path string
+	f    *os.File
+}
+
+func ownersDir(journal string) string { return journal + ".owners" }
+
+// acquireOwner creates and locks a fresh owner file. It is locked under a
+// temporary name and then renamed into place, so no other process can ever
+// see the final name unlocked while this owner lives.
+func acquireOwner(journal string) (*ownerLock, error) {
+	dir := ownersDir(journal)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("owner lock folder: %w", err)
+	}
+	id := ulid.Make().String()
+	final := filepath.Join(dir, id+".lock")
+	tmp := final + ".new"
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("owner lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("owner lock: %w", err)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("owner lock: %w", err)
+	}
+	return &ownerLock{id: id, path: final, f: f}, nil
+}
+
+func (o *ownerLock) release() error {
+	err := os.Remove(o.path)
+	return errors.Join(err, o.f.Close())
+}
+
+// ownerAlive reports whether the owner id still holds its lock. When the
+// owner is dead it returns a release func that removes the stale lock file;
+// call it after the recovery that depends on the answer has committed.
+func ownerAlive(journal, id string) (alive bool, release func(), err error) {
+	if id == "" || strings.ContainsAny(id, `/\.`) {
+		return false, func() {}, nil
+	}
+	path := filepath.Join(ownersDir(journal), id+".lock")
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, func() {}, nil
+	}
+	if err != nil {
+		return false, nil, err
+	}
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		f.Close()
+		return true, nil, nil
+	}
+	if err != nil {
+		f.Close()
+		return false, nil, err
+	}
+	return false, func() { os.Remove(path); f.Close() }, nil
+}
+
+// Recover turns every in_flight call whose owner process is gone into
+// unknown ("recovered after unclean shutdown"), ends its open attempt the
+// same way, and records a recovery event. Live owners' calls are left alone.
+// It runs in one IMMEDIATE transaction, so two processes recovering at once
+// cannot both claim a call. Open runs it; the console may run it again.
+func (j *Journal) Recover(ctx context.Context) ([]int64, error) {
+	var recovered []int64
+	var releases []func()
+	err := j.write(ctx, durable, func(ctx context.Context, c *sql.Conn) error {
+		recovered, releases = nil, nil
+		owners, err := queryStrings(ctx, c, "SELECT DISTINCT owner FROM calls WHERE state = 'in_flight'")
+		if err != nil {
+			return err
+		}
+		now := formatTime(j.now())
+		for _, o := range owners {
+			if o == j.owner.id {
+				continue
+			}
+			alive, release, err := ownerAlive(j.path, o)
+			if err != nil {
+				return fmt.Errorf("check owner %s: %w", o, err)
+			}
+			if alive {
+				continue
+			}
+			releases = append(releases, release)
+			ids, err := queryInts(ctx, c, "SELECT id FROM calls WHERE state = 'in_flight' AND owner = ?", o)
+			if err != nil {
+				return err
+			}
+			for _, id := range ids {
+				if err := loseCall(ctx, c, id, ReasonRecovered, "", now); err != nil {
+					return err
+				}
+				if _, err := c.ExecContext(ctx, `INSERT INTO events (at, kind, call_id, detail) VALUES (?, ?, ?, ?)`,
+					now, EventRecovery, id, "owner "+o+" gone"); err != nil {
+					return err
+				}
+			}
+			recovered = append(recovered, ids...)
+		}
+		return nil
+	})
+	for _, r := range releases {
+		r()
+	}
+	if err != nil {
+		return nil, err
+	}
+	j.sweepOwners()
+	return recovered, nil
+}
+
+// sweepOwners removes lock files of dead owners that left nothing in flight.
+func (j *Journal) sweepOwners() {
+	entries, err := os.ReadDir(ownersDir(j.path))
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".lock")
+		if !ok || id == j.owner.id {
+			continue
+		}
+		if alive, release, err := ownerAlive(j.path, id); err == nil && !alive {
+			release()
+		}
+	}
+}
+
+// loseCall moves an in_flight call to unknown and ends its pending attempt.
+func loseCall(ctx context.Context, c *sql.Conn, id int64, reason, clock, now string) error {
+	var state State
+	if err := c.QueryRowContext(ctx, "SELECT state FROM calls WHERE id = ?", id).Scan(&state); err != nil {
+		return err
+	}
+	to, err := Transition(state, EventLost)
+	if err != nil {
+		return err
+	}
+	if _, err := c.ExecContext(ctx, "UPDATE calls SET state = ?, reason = ?, updated_at = ? WHERE id = ?", to, reason, now, id); err != nil {
+		return err
+	}
+	_, err = c.ExecContext(ctx, `UPDATE attempts SET outcome = 'unknown', reason = ?, clock = ?, ended_at = ?
+		WHERE call_id = ? AND outcome = 'pending'`, reason, clock, now, id)
+	return err
+}

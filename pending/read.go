@@ -1,0 +1,319 @@
+package pending
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// timeFormat is fixed-width so that text order is time order in indexes.
+const timeFormat = "2006-01-02T15:04:05.000000000Z"
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+func parseTime(s string) (time.Time, error) { return time.Parse(timeFormat, s) }
+
+const callColumns = `id, state, reason, server, server_alias, tool, kind, kind_source, key, args, fingerprint,
+	created_at, updated_at, conflict, conflict_note, proposal, owner,
+	(SELECT count(*) FROM attempts a WHERE a.call_id = calls.id)`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanCall(s scanner) (Call, error) {
+	var c Call
+	var args, created, updated string
+	if err := s.Scan(&c.ID, &c.State, &c.Reason, &c.Server, &c.ServerAlias, &c.Tool, &c.Kind, &c.KindSource, &c.Key,
+		&args, &c.Fingerprint, &created, &updated, &c.Conflict, &c.ConflictNote, &c.Proposal, &c.Owner, &c.AttemptCount); err != nil {
+		return Call{}, err
+	}
+	c.Args = json.RawMessage(args)
+	var err1, err2 error
+	c.CreatedAt, err1 = parseTime(created)
+	c.UpdatedAt, err2 = parseTime(updated)
+	return c, errors.Join(err1, err2)
+}
+
+// Get returns one call with its attempts and decisions, read in one
+// snapshot.
+func (j *Journal) Get(ctx context.Context, id int64) (Call, error) {
+	tx, err := j.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return Call{}, err
+	}
+	defer tx.Rollback()
+	c, err := scanCall(tx.QueryRowContext(ctx, "SELECT "+callColumns+" FROM calls WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Call{}, fmt.Errorf("call %d: %w", id, ErrNoSuchCall)
+	}
+	if err != nil {
+		return Call{}, err
+	}
+	if c.Attempts, err = attemptsOf(ctx, tx, id); err != nil {
+		return Call{}, err
+	}
+	if c.Decisions, err = decisionsOf(ctx, tx, id); err != nil {
+		return Call{}, err
+	}
+	return c, nil
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func attemptsOf(ctx context.Context, q querier, id int64) ([]Attempt, error) {
+	rows, err := q.QueryContext(ctx, `SELECT n, session, rpc_id, sent_at, ended_at, outcome, reason, clock, result, error, late
+		FROM attempts WHERE call_id = ? ORDER BY n`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Attempt
+	for rows.Next() {
+		var a Attempt
+		var sent string
+		var ended, result, rpcErr sql.NullString
+		if err := rows.Scan(&a.N, &a.Session, &a.RPCID, &sent, &ended, &a.Outcome, &a.Reason, &a.Clock, &result, &rpcErr, &a.Late); err != nil {
+			return nil, err
+		}
+		if a.SentAt, err = parseTime(sent); err != nil {
+			return nil, err
+		}
+		if ended.Valid {
+			t, err := parseTime(ended.String)
+			if err != nil {
+				return nil, err
+			}
+			a.EndedAt = &t
+		}
+		if result.Valid {
+			a.Result = json.RawMessage(result.String)
+		}
+		if rpcErr.Valid {
+			a.Error = json.RawMessage(rpcErr.String)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+func decisionsOf(ctx context.Context, q querier, id int64) ([]Decision, error) {
+	rows, err := q.QueryContext(ctx, `SELECT id, action, operator, at, note, evidence, attempt
+		FROM decisions WHERE call_id = ? ORDER BY id`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Decision
+	for rows.Next() {
+		var d Decision
+		var at string
+		var evidence sql.NullString
+		var attempt sql.NullInt64
+		if err := rows.Scan(&d.ID, &d.Action, &d.Operator, &at, &d.Note, &evidence, &attempt); err != nil {
+			return nil, err
+		}
+		if d.At, err = parseTime(at); err != nil {
+			return nil, err
+		}
+		if evidence.Valid {
+			d.Evidence = json.RawMessage(evidence.String)
+		}
+		d.Attempt = int(attempt.Int64)
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// Filter selects calls for List.
+type Filter struct {
+	States      []State // empty: all
+	Tool        string  // empty: all
+	OldestFirst bool    // default newest first
+	Limit       int     // 0: no limit
+	// After continues a listing from the last call of the previous page
+	// (keyset pagination: constant cost however deep the page).
+	After *Call
+}
+
+// List returns calls without attempts and decisions (AttemptCount is set).
+func (j *Journal) List(ctx context.Context, f Filter) ([]Call, error) {
+	var where []string
+	var args []any
+	if len(f.States) > 0 {
+		ph := make([]string, len(f.States))
+		for i, s := range f.States {
+			ph[i] = "?"
+			args = append(args, s)
+		}
+		where = append(where, "state IN ("+strings.Join(ph, ", ")+")")
+	}
+	if f.Tool != "" {
+		where = append(where, "tool = ?")
+		args = append(args, f.Tool)
+	}
+	order := "created_at DESC, id DESC"
+	if f.OldestFirst {
+		order = "created_at, id"
+	}
+	if f.After != nil {
+		op := "<"
+		if f.OldestFirst {
+			op = ">"
+		}
+		where = append(where, "(created_at, id) "+op+" (?, ?)")
+		args = append(args, formatTime(f.After.CreatedAt), f.After.ID)
+	}
+	q := "SELECT " + callColumns + " FROM calls"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY " + order
+	if f.Limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", f.Limit)
+	}
+	rows, err := j.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Call
+	for rows.Next() {
+		c, err := scanCall(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// Counts returns the number of calls in each state, from the trigger-kept
+// state_counts table: constant cost on any journal size.
+func (j *Journal) Counts(ctx context.Context) (map[State]int, error) {
+	rows, err := j.read.QueryContext(ctx, "SELECT state, n FROM state_counts")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[State]int, len(States))
+	for rows.Next() {
+		var s State
+		var n int
+		if err := rows.Scan(&s, &n); err != nil {
+			return nil, err
+		}
+		out[s] = n
+	}
+	return out, rows.Err()
+}
+
+// Export calls fn for every call created at or after since (zero: all), in
+// creation order, each with its attempts and decisions.
+func (j *Journal) Export(ctx context.Context, since time.Time, fn func(Call) error) error {
+	tx, err := j.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, "SELECT "+callColumns+" FROM calls WHERE created_at >= ? ORDER BY created_at, id LIMIT 512", formatTime(since))
+	if err != nil {
+		return err
+	}
+	var calls []Call
+	for rows.Next() {
+		c, err := scanCall(rows)
+		if err != nil {
+			rows.Close()
+			return err
+		}
+		calls = append(calls, c)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	// Pages of 512 keep memory flat on big journals.
+	for len(calls) > 0 {
+		for _, c := range calls {
+			if c.Attempts, err = attemptsOf(ctx, tx, c.ID); err != nil {
+				return err
+			}
+			if c.Decisions, err = decisionsOf(ctx, tx, c.ID); err != nil {
+				return err
+			}
+			if err := fn(c); err != nil {
+				return err
+			}
+		}
+		last := calls[len(calls)-1]
+		calls = calls[:0]
+		rows, err := tx.QueryContext(ctx, "SELECT "+callColumns+` FROM calls WHERE (created_at, id) > (?, ?)
+			ORDER BY created_at, id LIMIT 512`, formatTime(last.CreatedAt), last.ID)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			c, err := scanCall(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			calls = append(calls, c)
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FindByKey returns the call with this (server, tool, key), with attempts.
+func (j *Journal) FindByKey(ctx context.Context, server, tool, key string) (Call, error) {
+	var id int64
+	err := j.read.QueryRowContext(ctx, "SELECT id FROM calls WHERE server = ? AND tool = ? AND key = ?", server, tool, key).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Call{}, ErrNoSuchCall
+	}
+	if err != nil {
+		return Call{}, err
+	}
+	return j.Get(ctx, id)
+}
+
+func queryStrings(ctx context.Context, c *sql.Conn, q string, args ...any) ([]string, error) {
+	rows, err := c.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+func queryInts(ctx context.Context, c *sql.Conn, q string, args ...any) ([]int64, error) {
+	rows, err := c.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var n int64
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,91 @@
+package pending
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Call is one business operation: one tool, one argument object, one key.
+// The JSON names are the contract of SPEC §4.
+type Call struct {
+	ID           int64           `json:"id"`
+	State        State           `json:"state"`
+	Reason       string          `json:"reason"`
+	Server       string          `json:"server"`
+	ServerAlias  string          `json:"server_alias,omitempty"`
+	Tool         string          `json:"tool"`
+	Kind         Kind            `json:"kind"`
+	KindSource   KindSource      `json:"kind_source"`
+	Key          string          `json:"key"`
+	Args         json.RawMessage `json:"args"`
+	Fingerprint  string          `json:"fingerprint"`
+	CreatedAt    time.Time       `json:"created_at"`
+	UpdatedAt    time.Time       `json:"updated_at"`
+	Conflict     bool            `json:"conflict"`
+	ConflictNote string          `json:"conflict_note,omitempty"`
+	Proposal     string          `json:"proposal,omitempty"`
+	Owner        string          `json:"-"`
+	Attempts     []Attempt       `json:"attempts,omitempty"`
+	Decisions    []Decision      `json:"decisions,omitempty"`
+	// AttemptCount is filled by List, which leaves Attempts out.
+	AttemptCount int `json:"attempt_count"`
+}
+
+// Attempt is one send of a call over one session.
+type Attempt struct {
+	N       int             `json:"n"`
+	Session int             `json:"session"`
+	RPCID   string          `json:"rpc_id,omitempty"`
+	SentAt  time.Time       `json:"sent_at"`
+	EndedAt *time.Time      `json:"ended_at"`
+	Outcome string          `json:"outcome"` // pending, succeeded, failed, unknown
+	Reason  string          `json:"reason,omitempty"`
+	Clock   string          `json:"clock,omitempty"` // idle, absolute
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   json.RawMessage `json:"error,omitempty"`
+	Late    bool            `json:"late,omitempty"`
+}
+
+// Attempt outcomes as stored. "pending" means sent (or about to be) with
+// no outcome recorded yet.
+const (
+	OutcomePending   = "pending"
+	OutcomeSucceeded = "succeeded"
+	OutcomeFailed    = "failed"
+	OutcomeUnknown   = "unknown"
+)
+
+// Action is what an operator decided.
+type Action string
+
+const (
+	ActionQuery   Action = "query"
+	ActionRetry   Action = "retry"
+	ActionAbandon Action = "abandon"
+	ActionMark    Action = "mark"
+	ActionNote    Action = "note"
+)
+
+// Decision is an append-only journal row: who decided what, when, and what
+// came of it.
+type Decision struct {
+	ID       int64           `json:"-"`
+	Action   Action          `json:"action"`
+	Operator string          `json:"operator"`
+	At       time.Time       `json:"at"`
+	Note     string          `json:"note"`
+	Evidence json.RawMessage `json:"evidence"`
+	Attempt  int             `json:"attempt,omitempty"` // the attempt a retry started
+}
+
+// Event kinds recorded in the events table (for stats).
+const (
+	EventDedupeHit      = "dedupe_hit"
+	EventSessionStarted = "session_started"
+	EventRecovery       = "recovery"
+	EventLateResult     = "late_result"
+	EventConflict       = "conflict"
+)
+
+// ReasonRecovered is the reason a call left in flight by a dead process gets.
+const ReasonRecovered = "recovered after unclean shutdown"

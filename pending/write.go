@@ -1,0 +1,429 @@
+package pending
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Intent is a call as it must exist before its first byte is sent.
+type Intent struct {
+	Server      string // name the server declares
+	ServerAlias string // config name, if any
+	Tool        string
+	Kind        Kind
+	KindSource  KindSource
+	Key         string
+	Args        json.RawMessage // JSON object, already redacted
+	Fingerprint string          // of the unredacted arguments
+	Session     int             // session the first attempt will go out on
+	// Hold refuses the intent when a call with the same server, tool and
+	// fingerprint is in_flight or unknown (the resend hold, SPEC §3).
+	Hold bool
+}
+
+// ErrHeld and ErrKeyExists are wrapped by *HeldError and *KeyExistsError.
+var (
+	ErrHeld      = errors.New("an identical call is in flight or unknown")
+	ErrKeyExists = errors.New("key already used")
+)
+
+// HeldError names the earlier call that holds an identical one back.
+type HeldError struct{ CallID int64 }
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("call %d with the same tool and arguments is in flight or unknown", e.CallID)
+}
+func (e *HeldError) Unwrap() error { return ErrHeld }
+
+// KeyExistsError names the call that already has this (server, tool, key).
+type KeyExistsError struct {
+	CallID      int64
+	State       State
+	Fingerprint string
+}
+
+func (e *KeyExistsError) Error() string {
+	return fmt.Sprintf("key already used by call %d (%s)", e.CallID, e.State)
+}
+func (e *KeyExistsError) Unwrap() error { return ErrKeyExists }
+
+// RecordIntent commits a new in_flight call and its first attempt, with a
+// full fsync, before the caller sends anything. Concurrent intents share one
+// fsync. The hold and the key check run in the same transaction as the
+// insert, so two processes cannot both pass them.
+func (j *Journal) RecordIntent(ctx context.Context, in Intent) (Call, error) {
+	if err := in.validate(); err != nil {
+		return Call{}, err
+	}
+	now := j.now().UTC()
+	ts := formatTime(now)
+	var id int64
+	err := j.write(ctx, durable, func(ctx context.Context, c *sql.Conn) error {
+		var other int64
+		var state State
+		var fp string
+		err := c.QueryRowContext(ctx, "SELECT id, state, fingerprint FROM calls WHERE server = ? AND tool = ? AND key = ?",
+			in.Server, in.Tool, in.Key).Scan(&other, &state, &fp)
+		if err == nil {
+			return &KeyExistsError{CallID: other, State: state, Fingerprint: fp}
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if in.Hold {
+			err := c.QueryRowContext(ctx, `SELECT id FROM calls WHERE server = ? AND tool = ? AND fingerprint = ?
+				AND state IN ('in_flight', 'unknown') ORDER BY id LIMIT 1`, in.Server, in.Tool, in.Fingerprint).Scan(&other)
+			if err == nil {
+				return &HeldError{CallID: other}
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+		res, err := c.ExecContext(ctx, `INSERT INTO calls (server, server_alias, tool, kind, kind_source, key, args,
+			fingerprint, state, owner, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'in_flight', ?, ?, ?)`,
+			in.Server, in.ServerAlias, in.Tool, in.Kind, in.KindSource, in.Key, string(in.Args), in.Fingerprint,
+			j.owner.id, ts, ts)
+		if err != nil {
+			return err
+		}
+		if id, err = res.LastInsertId(); err != nil {
+			return err
+		}
+		_, err = c.ExecContext(ctx, "INSERT INTO attempts (call_id, n, session, owner, sent_at) VALUES (?, 1, ?, ?, ?)",
+			id, in.Session, j.owner.id, ts)
+		return err
+	})
+	if err != nil {
+		return Call{}, err
+	}
+	return Call{
+		ID: id, State: StateInFlight, Server: in.Server, ServerAlias: in.ServerAlias, Tool: in.Tool,
+		Kind: in.Kind, KindSource: in.KindSource, Key: in.Key, Args: in.Args, Fingerprint: in.Fingerprint,
+		CreatedAt: now, UpdatedAt: now, Owner: j.owner.id, AttemptCount: 1,
+		Attempts: []Attempt{{N: 1, Session: in.Session, SentAt: now, Outcome: OutcomePending}},
+	}, nil
+}
+
+func (in Intent) validate() error {
+	var missing []string
+	for name, v := range map[string]string{"server": in.Server, "tool": in.Tool, "key": in.Key, "fingerprint": in.Fingerprint} {
+		if v == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("intent without %s", strings.Join(missing, ", "))
+	}
+	if in.Kind != KindRead && in.Kind != KindWrite {
+		return fmt.Errorf("intent with kind %q", in.Kind)
+	}
+	switch in.KindSource {
+	case KindFromPolicy, KindFromAnnotation, KindFromDefault:
+	default:
+		return fmt.Errorf("intent with kind source %q", in.KindSource)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(in.Args, &obj); err != nil || obj == nil {
+		return fmt.Errorf("intent arguments must be a JSON object")
+	}
+	return nil
+}
+
+// RecordSent notes the JSON-RPC id of an attempt's first wire request. It is
+// informative only (ids restart with every session), so it commits lazily.
+func (j *Journal) RecordSent(ctx context.Context, callID int64, n int, rpcID string) error {
+	return j.write(ctx, lazy, func(ctx context.Context, c *sql.Conn) error {
+		_, err := c.ExecContext(ctx, "UPDATE attempts SET rpc_id = ? WHERE call_id = ? AND n = ?", rpcID, callID, n)
+		return err
+	})
+}
+
+// Outcome is how an attempt ended.
+type Outcome struct {
+	Event  Event           // EventSucceeded, EventFailed or EventLost
+	Reason string          // for failed and lost: why
+	Clock  string          // for lost: "idle" or "absolute" when a deadline fired
+	Result json.RawMessage // CallToolResult as MCP JSON
+	Error  json.RawMessage // JSON-RPC error as JSON
+}
+
+func (o Outcome) attemptOutcome() (string, error) {
+	switch o.Event {
+	case EventSucceeded:
+		return OutcomeSucceeded, nil
+	case EventFailed:
+		return OutcomeFailed, nil
+	case EventLost:
+		return OutcomeUnknown, nil
+	}
+	return "", fmt.Errorf("outcome event %q is not succeeded, failed or lost", o.Event)
+}
+
+// ErrAttemptEnded is returned when an outcome arrives for an attempt that
+// already has one; use RecordLateResult for answers that come after a loss.
+var ErrAttemptEnded = errors.New("attempt already ended")
+
+// RecordOutcome ends attempt n of a call and moves the call through the
+// state machine. It commits lazily: an outcome lost in a power cut leaves
+// the call in_flight, and recovery turns it into unknown.
+func (j *Journal) RecordOutcome(ctx context.Context, callID int64, n int, o Outcome) error {
+	outcome, err := o.attemptOutcome()
+	if err != nil {
+		return err
+	}
+	ts := formatTime(j.now())
+	return j.write(ctx, lazy, func(ctx context.Context, c *sql.Conn) error {
+		var state State
+		var current int
+		var attemptOutcome string
+		err := c.QueryRowContext(ctx, `SELECT c.state, (SELECT max(n) FROM attempts WHERE call_id = c.id), a.outcome
+			FROM calls c JOIN attempts a ON a.call_id = c.id AND a.n = ? WHERE c.id = ?`, n, callID).Scan(&state, &current, &attemptOutcome)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("call %d attempt %d: %w", callID, n, ErrNoSuchCall)
+		}
+		if err != nil {
+			return err
+		}
+		if attemptOutcome != OutcomePending {
+			return fmt.Errorf("call %d attempt %d: %w (%s)", callID, n, ErrAttemptEnded, attemptOutcome)
+		}
+		if n != current || state != StateInFlight {
+			return fmt.Errorf("call %d attempt %d: not the call's open attempt (call is %s): %w", callID, n, state, ErrAttemptEnded)
+		}
+		to, err := Transition(state, o.Event)
+		if err != nil {
+			return err
+		}
+		if _, err := c.ExecContext(ctx, `UPDATE attempts SET outcome = ?, reason = ?, clock = ?, ended_at = ?,
+			result = ?, error = ? WHERE call_id = ? AND n = ?`,
+			outcome, o.Reason, o.Clock, ts, nullJSON(o.Result), nullJSON(o.Error), callID, n); err != nil {
+			return err
+		}
+		_, err = c.ExecContext(ctx, "UPDATE calls SET state = ?, reason = ?, updated_at = ? WHERE id = ?", to, o.Reason, ts, callID)
+		return err
+	})
+}
+
+// RecordLateResult stores an answer that arrived after attempt n had ended
+// unknown. If the call is still unknown (and no newer attempt is out), the
+// answer settles it; if an operator already decided otherwise, the answer is
+// kept as evidence and the call is flagged as a conflict (SPEC §3).
+func (j *Journal) RecordLateResult(ctx context.Context, callID int64, n int, o Outcome) error {
+	outcome, err := o.attemptOutcome()
+	if err != nil || o.Event == EventLost {
+		return fmt.Errorf("late result must be succeeded or failed, not %q", o.Event)
+	}
+	ts := formatTime(j.now())
+	return j.write(ctx, durable, func(ctx context.Context, c *sql.Conn) error {
+		var state State
+		var current int
+		var attemptOutcome string
+		err := c.QueryRowContext(ctx, `SELECT c.state, (SELECT max(n) FROM attempts WHERE call_id = c.id), a.outcome
+			FROM calls c JOIN attempts a ON a.call_id = c.id AND a.n = ? WHERE c.id = ?`, n, callID).Scan(&state, &current, &attemptOutcome)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("call %d attempt %d: %w", callID, n, ErrNoSuchCall)
+		}
+		if err != nil {
+			return err
+		}
+		if attemptOutcome != OutcomeUnknown {
+			return fmt.Errorf("call %d attempt %d is %s, not unknown: %w", callID, n, attemptOutcome, ErrAttemptEnded)
+		}
+		if _, err := c.ExecContext(ctx, `UPDATE attempts SET outcome = ?, late = 1, result = ?, error = ?
+			WHERE call_id = ? AND n = ?`, outcome, nullJSON(o.Result), nullJSON(o.Error), callID, n); err != nil {
+			return err
+		}
+		detail := fmt.Sprintf("attempt %d answered %s after it ended unknown", n, outcome)
+		if _, err := c.ExecContext(ctx, "INSERT INTO events (at, kind, call_id, detail) VALUES (?, ?, ?, ?)",
+			ts, EventLateResult, callID, detail); err != nil {
+			return err
+		}
+		switch {
+		case state == StateUnknown && n == current:
+			to, err := Transition(state, o.Event)
+			if err != nil {
+				return err
+			}
+			_, err = c.ExecContext(ctx, "UPDATE calls SET state = ?, reason = ?, updated_at = ? WHERE id = ?",
+				to, "late result of attempt "+fmt.Sprint(n), ts, callID)
+			return err
+		case state == StateInFlight:
+			return nil // a newer attempt is out; its own answer will settle the call
+		}
+		note := conflictNote(state, o.Event)
+		if note == "" {
+			return nil // the late answer agrees with where the call ended
+		}
+		if _, err := c.ExecContext(ctx, "UPDATE calls SET conflict = 1, conflict_note = ?, updated_at = ? WHERE id = ?",
+			note, ts, callID); err != nil {
+			return err
+		}
+		_, err = c.ExecContext(ctx, "INSERT INTO events (at, kind, call_id, detail) VALUES (?, ?, ?, ?)",
+			ts, EventConflict, callID, note)
+		return err
+	})
+}
+
+// conflictNote says how a late answer contradicts a settled call, or "".
+func conflictNote(state State, ev Event) string {
+	applied := ev == EventSucceeded
+	switch {
+	case state == StateAbandoned && applied:
+		return "abandoned, but the server reports it applied"
+	case state == StateApplied && !applied:
+		return "marked applied, but the server reports it failed"
+	case state == StateFailed && applied:
+		return "failed, but an earlier attempt reports it applied"
+	case state == StateSucceeded && !applied:
+		return "" // a later attempt succeeded; an earlier failure changes nothing
+	case state == StateUnknown:
+		return "" // settled by the newest attempt's own answer
+	}
+	return ""
+}
+
+// RetryInput is an operator's decision to resend a call with its key.
+type RetryInput struct {
+	Operator   string
+	Note       string
+	Evidence   json.RawMessage // e.g. an --any-server override
+	Session    int             // session the new attempt goes out on
+	Kind       Kind            // the tool's kind as evaluated now
+	KindSource KindSource
+}
+
+// Retry records the decision and opens attempt n+1 in one durable commit,
+// before anything is sent. Allowed from failed and unknown only.
+func (j *Journal) Retry(ctx context.Context, callID int64, in RetryInput) (Call, Attempt, error) {
+	if in.Operator == "" {
+		return Call{}, Attempt{}, errors.New("retry without an operator")
+	}
+	now := j.now().UTC()
+	ts := formatTime(now)
+	var n int
+	err := j.write(ctx, durable, func(ctx context.Context, c *sql.Conn) error {
+		var state State
+		var kind Kind
+		var src KindSource
+		err := c.QueryRowContext(ctx, "SELECT state, kind, kind_source FROM calls WHERE id = ?", callID).Scan(&state, &kind, &src)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("call %d: %w", callID, ErrNoSuchCall)
+		}
+		if err != nil {
+			return err
+		}
+		to, err := Transition(state, EventRetry)
+		if err != nil {
+			return err
+		}
+		if in.Kind != "" {
+			kind, src = MoreCautious(kind, src, in.Kind, in.KindSource)
+		}
+		if err := c.QueryRowContext(ctx, "SELECT max(n) + 1 FROM attempts WHERE call_id = ?", callID).Scan(&n); err != nil {
+			return err
+		}
+		if _, err := c.ExecContext(ctx, "INSERT INTO attempts (call_id, n, session, owner, sent_at) VALUES (?, ?, ?, ?, ?)",
+			callID, n, in.Session, j.owner.id, ts); err != nil {
+			return err
+		}
+		if _, err := c.ExecContext(ctx, `UPDATE calls SET state = ?, reason = '', owner = ?, kind = ?, kind_source = ?,
+			updated_at = ? WHERE id = ?`, to, j.owner.id, kind, src, ts, callID); err != nil {
+			return err
+		}
+		_, err = c.ExecContext(ctx, `INSERT INTO decisions (call_id, action, operator, at, note, evidence, attempt)
+			VALUES (?, 'retry', ?, ?, ?, ?, ?)`, callID, in.Operator, ts, in.Note, nullJSON(in.Evidence), n)
+		return err
+	})
+	if err != nil {
+		return Call{}, Attempt{}, err
+	}
+	call, err := j.Get(ctx, callID)
+	return call, Attempt{N: n, Session: in.Session, SentAt: now, Outcome: OutcomePending}, err
+}
+
+// DecisionInput is an operator's decision other than a retry.
+type DecisionInput struct {
+	Action   Action // query, abandon, mark or note
+	Operator string
+	Note     string
+	Evidence json.RawMessage
+	// Proposal, for a query, is the resolution the evidence suggests
+	// ("applied", "not applied"); it is shown, never acted on by itself.
+	Proposal string
+}
+
+// Decide appends a decision. Abandon and mark move the call through the
+// state machine (refused with a *TransitionError, and nothing written, from
+// states that do not allow them); query and note are allowed in any state
+// and change nothing but the decision log (and the proposal, for a query).
+func (j *Journal) Decide(ctx context.Context, callID int64, in DecisionInput) error {
+	var ev Event
+	switch in.Action {
+	case ActionAbandon:
+		ev = EventAbandon
+	case ActionMark:
+		ev = EventMark
+	case ActionQuery, ActionNote:
+	case ActionRetry:
+		return errors.New("use Retry to record a retry")
+	default:
+		return fmt.Errorf("unknown decision %q", in.Action)
+	}
+	if in.Operator == "" {
+		return errors.New("decision without an operator")
+	}
+	ts := formatTime(j.now())
+	return j.write(ctx, durable, func(ctx context.Context, c *sql.Conn) error {
+		var state State
+		err := c.QueryRowContext(ctx, "SELECT state FROM calls WHERE id = ?", callID).Scan(&state)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("call %d: %w", callID, ErrNoSuchCall)
+		}
+		if err != nil {
+			return err
+		}
+		if ev != "" {
+			to, err := Transition(state, ev)
+			if err != nil {
+				return err
+			}
+			if _, err := c.ExecContext(ctx, "UPDATE calls SET state = ?, updated_at = ? WHERE id = ?", to, ts, callID); err != nil {
+				return err
+			}
+		}
+		if in.Action == ActionQuery && in.Proposal != "" {
+			if _, err := c.ExecContext(ctx, "UPDATE calls SET proposal = ?, updated_at = ? WHERE id = ?", in.Proposal, ts, callID); err != nil {
+				return err
+			}
+		}
+		_, err = c.ExecContext(ctx, "INSERT INTO decisions (call_id, action, operator, at, note, evidence) VALUES (?, ?, ?, ?, ?, ?)",
+			callID, in.Action, in.Operator, ts, in.Note, nullJSON(in.Evidence))
+		return err
+	})
+}
+
+// RecordEvent appends an event (dedupe hit, session started, ...) for stats.
+// callID may be 0 for events that belong to no call.
+func (j *Journal) RecordEvent(ctx context.Context, kind string, callID int64, detail string) error {
+	ts := formatTime(j.now())
+	return j.write(ctx, lazy, func(ctx context.Context, c *sql.Conn) error {
+		var id any
+		if callID != 0 {
+			id = callID
+		}
+		_, err := c.ExecContext(ctx, "INSERT INTO events (at, kind, call_id, detail) VALUES (?, ?, ?, ?)", ts, kind, id, detail)
+		return err
+	})
+}
+
+func nullJSON(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}

@@ -1,0 +1,131 @@
+package pending
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// Durability of a write. An intent (a row that must exist before anything
+// is sent) and an operator's decision are committed with a full fsync. An
+// outcome may commit with synchronous=NORMAL: if a power cut loses it, the
+// call recovers as unknown, which is the safe direction.
+type durability int
+
+const (
+	lazy durability = iota
+	durable
+)
+
+// writeReq is one unit of work for the writer goroutine. fn runs inside a
+// savepoint of a shared transaction: if it fails, only its own changes are
+// rolled back and the rest of the batch still commits.
+type writeReq struct {
+	sync durability
+	fn   func(ctx context.Context, c *sql.Conn) error
+	done chan error
+}
+
+// maxBatch bounds one group commit; beyond it, latency grows for no gain.
+const maxBatch = 256
+
+// write queues fn and waits for its batch to commit. Once queued, fn is
+// waited for even if ctx ends, so a caller never walks away from a row that
+// may yet be committed.
+func (j *Journal) write(ctx context.Context, sync durability, fn func(ctx context.Context, c *sql.Conn) error) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	req := &writeReq{sync: sync, fn: fn, done: make(chan error, 1)}
+	defer func() {
+		if recover() != nil { // send on closed channel: the journal is closed
+			err = ErrClosed
+		}
+	}()
+	j.writes <- req
+	return <-req.done
+}
+
+// writer is the journal's only writer in this process. It takes everything
+// queued while the previous commit was running and commits it as one
+// transaction: concurrent intents share one fsync (group commit) instead of
+// queueing one each.
+func (j *Journal) writer() {
+	defer close(j.done)
+	ctx := context.Background()
+	current := -1 // synchronous level set on the connection
+	for req := range j.writes {
+		batch := []*writeReq{req}
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case r, ok := <-j.writes:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		level := lazy
+		for _, r := range batch {
+			if r.sync == durable {
+				level = durable
+			}
+		}
+		if int(level) != current {
+			pragma := "PRAGMA synchronous=NORMAL"
+			if level == durable {
+				pragma = "PRAGMA synchronous=FULL"
+			}
+			if _, err := j.wconn.ExecContext(ctx, pragma); err != nil {
+				fail(batch, fmt.Errorf("set %s: %w", pragma, err))
+				continue
+			}
+			current = int(level)
+		}
+		j.commitBatch(ctx, batch)
+	}
+}
+
+func (j *Journal) commitBatch(ctx context.Context, batch []*writeReq) {
+	if _, err := j.wconn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		fail(batch, fmt.Errorf("begin: %w", err))
+		return
+	}
+	results := make([]error, len(batch))
+	for i, r := range batch {
+		results[i] = j.runInSavepoint(ctx, r.fn)
+	}
+	if _, err := j.wconn.ExecContext(ctx, "COMMIT"); err != nil {
+		j.rollback()
+		fail(batch, fmt.Errorf("commit: %w", err))
+		return
+	}
+	for i, r := range batch {
+		r.done <- results[i]
+	}
+}
+
+func (j *Journal) runInSavepoint(ctx context.Context, fn func(context.Context, *sql.Conn) error) (err error) {
+	if _, err := j.wconn.ExecContext(ctx, "SAVEPOINT op"); err != nil {
+		return err
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("journal write panicked: %v", p)
+		}
+		if err != nil {
+			_, _ = j.wconn.ExecContext(ctx, "ROLLBACK TO op")
+		}
+		_, _ = j.wconn.ExecContext(ctx, "RELEASE op")
+	}()
+	return fn(ctx, j.wconn)
+}
+
+func fail(batch []*writeReq, err error) {
+	for _, r := range batch {
+		r.done <- err
+	}
+}
