@@ -1,0 +1,231 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// CallOptions tune one Call.
+type CallOptions struct {
+	// Key is sent in params._meta[KeyMetaField] when not empty.
+	Key string
+	// KeyArg, when set, also puts Key in the arguments under this name (the
+	// caller's map is not modified). KeyArg without Key is refused.
+	KeyArg string
+	// IdleTimeout ends the call as unknown when neither an answer nor a
+	// progress notification came for this long; each progress resets it.
+	// 0 means no idle clock.
+	IdleTimeout time.Duration
+	// MaxTotal ends the call as unknown this long after it began, whatever
+	// progress says. 0 means no absolute clock.
+	MaxTotal time.Duration
+	// OnProgress receives progress for this call on the caller's own
+	// goroutine, coalesced to the latest when it is slow; never after Call
+	// returns.
+	OnProgress func(Progress)
+	// OnSent is called with the JSON-RPC id of each tools/call request
+	// written for this call (one call may send several); all of them before
+	// Call returns.
+	OnSent func(session int, rpcID string)
+}
+
+// Markers used as context causes, so the outcome can say which clock fired.
+var (
+	causeIdle     = fmt.Errorf("%w", ErrIdleTimeout)
+	causeAbsolute = fmt.Errorf("%w", ErrAbsoluteTimeout)
+)
+
+// Call sends one tools/call and reports what is known about it. It never
+// resends on its own, except that a request provably not written because
+// the session had just died is sent once on a fresh session.
+//
+// On either clock, and when ctx ends, the context given to mcp-go is
+// cancelled; mcp-go then sends notifications/cancelled for the request (it
+// does so for every tools/call cancelled after the write), and the outcome
+// is unknown: a cancel is a request, not proof that nothing happened.
+func (c *Client) Call(ctx context.Context, tool string, args map[string]any, o CallOptions) Outcome {
+	if o.KeyArg != "" && o.Key == "" {
+		return Outcome{Kind: OutcomeNotSent, EndedAt: time.Now(),
+			Err: fmt.Errorf("call %s: key argument %q set without a key", tool, o.KeyArg)}
+	}
+	for attempt := 0; ; attempt++ {
+		s, err := c.session(ctx)
+		if err != nil {
+			return Outcome{Kind: OutcomeNotSent, EndedAt: time.Now(), Err: fmt.Errorf("call %s: %w", tool, err)}
+		}
+		out := c.callOn(ctx, s, tool, args, o)
+		if out.Kind == OutcomeNotSent && !s.alive() && ctx.Err() == nil && attempt == 0 {
+			continue
+		}
+		return out
+	}
+}
+
+func (c *Client) callOn(ctx context.Context, s *session, tool string, args map[string]any, o CallOptions) Outcome {
+	a := make(map[string]any, len(args)+1)
+	for k, v := range args {
+		a[k] = v
+	}
+	if o.KeyArg != "" {
+		a[o.KeyArg] = o.Key
+	}
+	token := c.newToken()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = tool
+	req.Params.Arguments = a
+	req.Params.Meta = &mcp.Meta{ProgressToken: token}
+	if o.Key != "" {
+		req.Params.Meta.AdditionalFields = map[string]any{KeyMetaField: o.Key}
+	}
+
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	wc := &wireCall{token: token, key: o.Key, tool: tool, session: s.n, cancel: cancel}
+
+	var eventsDone chan struct{}
+	if o.OnSent != nil || o.OnProgress != nil {
+		wc.events = newCallEvents()
+		eventsDone = make(chan struct{})
+		go func() {
+			defer close(eventsDone)
+			wc.events.run(s.n, o.OnSent, o.OnProgress)
+		}()
+	}
+	if o.IdleTimeout > 0 {
+		// Created before register: the read loop may reset it from then on.
+		wc.idleFor = o.IdleTimeout
+		wc.idle = time.AfterFunc(o.IdleTimeout, func() { cancel(causeIdle) })
+	}
+	var abs *time.Timer
+	if o.MaxTotal > 0 {
+		abs = time.AfterFunc(o.MaxTotal, func() { cancel(causeAbsolute) })
+	}
+	stopClocks := func() {
+		if wc.idle != nil {
+			wc.idle.Stop()
+		}
+		if abs != nil {
+			abs.Stop()
+		}
+	}
+
+	var out Outcome
+	if !s.tap.register(wc) {
+		stopClocks()
+		out = Outcome{Kind: OutcomeNotSent, Session: s.n, EndedAt: time.Now(),
+			Err: fmt.Errorf("call %s: %w", tool, s.lostError())}
+	} else {
+		res, err := s.mc.CallTool(callCtx, req)
+		out = s.tap.finish(wc, res, err, ctx, callCtx, stopClocks)
+		if out.Kind == OutcomeUnknown && out.Reason == ReasonConnectionLost {
+			out.Err = fmt.Errorf("call %s: %w", tool, s.lostError())
+		} else if out.Err != nil && out.Kind != OutcomeRPCError {
+			out.Err = fmt.Errorf("call %s (session %d): %w", tool, s.n, out.Err)
+		}
+	}
+	if wc.events != nil {
+		wc.events.close()
+		<-eventsDone
+	}
+	return out
+}
+
+// finish decides the outcome of a call once mcp-go has returned, from what
+// mcp-go says and from what the tap saw on the wire.
+func (t *tap) finish(wc *wireCall, res *mcp.CallToolResult, err error, parent, callCtx context.Context, stopClocks func()) Outcome {
+	t.mu.Lock()
+	// From here on, progress for this call is ignored and any answer to it
+	// is late.
+	wc.ended = true
+	delete(t.byToken, wc.token)
+	stopClocks()
+	now := time.Now()
+	out := Outcome{Session: wc.session, SentAt: wc.firstSent(), EndedAt: now}
+	last := wc.lastWritten()
+	if last != nil {
+		out.RPCID = rpcIDText(last.id)
+	}
+	var resp *wireResp
+	if last != nil {
+		resp = last.resp
+	}
+	var terr *transport.Error
+	isTransport := errors.As(err, &terr)
+
+	switch {
+	case err == nil:
+		out.Kind, out.Result = OutcomeResult, res
+		if resp != nil && resp.result != nil {
+			out.ResultJSON = resp.result
+		} else if b, merr := json.Marshal(res); merr == nil {
+			out.ResultJSON = b
+		}
+	case last == nil:
+		// Not one byte of any request for this call reached the pipe.
+		out.Kind, out.Err = OutcomeNotSent, err
+	case resp != nil && resp.rpcErr != nil && !resp.afterCancel:
+		// The server answered with an error before any cancel of ours.
+		out.Kind, out.RPCError, out.Err = OutcomeRPCError, resp.rpcErr, resp.rpcErr
+	case resp != nil && resp.result != nil && isTransport:
+		// The answer came in while mcp-go was giving up on it (the clock
+		// fired, or the pipe closed right after the last line): an answer is
+		// an answer.
+		raw := json.RawMessage(resp.result)
+		if r, perr := mcp.ParseCallToolResult(&raw); perr == nil {
+			out.Kind, out.Result, out.ResultJSON = OutcomeResult, r, resp.result
+			break
+		}
+		fallthrough
+	default:
+		out.Kind = OutcomeUnknown
+		out.Reason, out.Err = unknownReason(err, parent, callCtx, isTransport)
+	}
+
+	if out.Kind == OutcomeUnknown {
+		// Keep listening for answers to every request of this call; an
+		// answer already seen after our cancel goes out as late evidence.
+		wc.unknown = true
+		for _, r := range wc.reqs {
+			if r.resp == nil {
+				continue
+			}
+			delete(t.byID, r.id)
+			// Earlier requests of a multi round-trip call were answered
+			// with input_required; only the last one can carry the outcome.
+			if r == last && (r.resp.afterCancel || r.resp.rpcErr == nil) {
+				t.late.push(lateFrom(r))
+			}
+		}
+	} else {
+		for _, r := range wc.reqs {
+			delete(t.byID, r.id)
+		}
+	}
+	t.tracked.Store(int32(len(t.byID)))
+	t.mu.Unlock()
+	return out
+}
+
+func unknownReason(err error, parent, callCtx context.Context, isTransport bool) (UnknownReason, error) {
+	cause := context.Cause(callCtx)
+	switch {
+	case errors.Is(cause, ErrIdleTimeout):
+		return ReasonIdleTimeout, fmt.Errorf("%w; the request was sent and may have taken effect", ErrIdleTimeout)
+	case errors.Is(cause, ErrAbsoluteTimeout):
+		return ReasonAbsoluteTimeout, fmt.Errorf("%w; the request was sent and may have taken effect", ErrAbsoluteTimeout)
+	case errors.Is(cause, ErrConnectionLost):
+		return ReasonConnectionLost, ErrConnectionLost
+	case parent.Err() != nil:
+		return ReasonCancelled, fmt.Errorf("cancelled after the request was sent (%w); it may have taken effect", context.Cause(parent))
+	case errorsIsAny(err, transport.ErrTransportClosed) || isTransport:
+		return ReasonConnectionLost, ErrConnectionLost
+	default:
+		return ReasonProtocolError, fmt.Errorf("no usable answer: %w", err)
+	}
+}

@@ -1,0 +1,304 @@
+package mcpclient
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Options configure a Client. Zero values take the defaults noted.
+type Options struct {
+	ClientName    string // clientInfo.name; default "mcp-confirm"
+	ClientVersion string // default "dev"
+
+	// ProbeTimeout bounds the server/discover probe that mcp-go sends first;
+	// a legacy server that ignores unknown methods would otherwise stall the
+	// handshake. Default 2s.
+	ProbeTimeout time.Duration
+	// StartTimeout bounds one whole handshake (probe included). Default 30s.
+	StartTimeout time.Duration
+	// StopGrace is how long Close (and a lost session) waits after closing
+	// stdin before SIGTERM, and after SIGTERM before SIGKILL. Default 2s.
+	StopGrace time.Duration
+
+	// OnLateResult receives answers to calls that had already ended as
+	// unknown. It runs on a goroutine of the session, one result at a time.
+	OnLateResult func(LateResult)
+	// OnSession is called with the session number each time a session has
+	// completed its handshake (1 for the first, n+1 after each restart).
+	OnSession func(n int)
+
+	StderrLines int       // stderr lines kept for error messages; default 20
+	Stderr      io.Writer // if set, receives the server's whole stderr; must not block
+	Logger      *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.ClientName == "" {
+		o.ClientName = "mcp-confirm"
+	}
+	if o.ClientVersion == "" {
+		o.ClientVersion = "dev"
+	}
+	if o.ProbeTimeout == 0 {
+		o.ProbeTimeout = 2 * time.Second
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 30 * time.Second
+	}
+	if o.StopGrace == 0 {
+		o.StopGrace = 2 * time.Second
+	}
+	if o.StderrLines == 0 {
+		o.StderrLines = 20
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Client owns one MCP server: at most one live process (session) at a time,
+// restarted lazily by the next Call or Tools after it dies. Safe for
+// concurrent use.
+type Client struct {
+	spec  ServerSpec
+	opts  Options
+	label string // for error messages
+
+	tokenPrefix string
+	tokenSeq    atomic.Uint64
+
+	startSem chan struct{} // one session start at a time
+
+	mu       sync.Mutex
+	cur      *session
+	n        int  // number of the last session that completed its handshake
+	starting bool // a session is being spawned
+	everRan  bool
+	closed   bool
+	sessions map[*session]struct{} // not yet reaped
+}
+
+// New returns a client for spec; nothing runs until Start, Call or Tools.
+func New(spec ServerSpec, opts Options) *Client {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	label := spec.Name
+	if label == "" {
+		label = strings.Join(append([]string{spec.Command}, spec.Args...), " ")
+	}
+	return &Client{
+		spec:        spec,
+		opts:        opts.withDefaults(),
+		label:       fmt.Sprintf("%q", label),
+		tokenPrefix: "mcp-confirm-" + hex.EncodeToString(b[:]) + "-",
+		startSem:    make(chan struct{}, 1),
+		sessions:    map[*session]struct{}{},
+	}
+}
+
+// Start spawns session 1 and completes the handshake. A start error is a
+// *StartError with the server's last stderr lines.
+func (c *Client) Start(ctx context.Context) error {
+	_, err := c.session(ctx)
+	return err
+}
+
+// session returns the live session, starting a new one if there is none.
+func (c *Client) session(ctx context.Context) (*session, error) {
+	if s, err := c.live(); s != nil || err != nil {
+		return s, err
+	}
+	select {
+	case c.startSem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("start MCP server %s: %w", c.label, ctx.Err())
+	}
+	defer func() { <-c.startSem }()
+	if s, err := c.live(); s != nil || err != nil {
+		return s, err
+	}
+
+	c.mu.Lock()
+	n := c.n + 1
+	c.starting = true
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.starting = false
+		c.mu.Unlock()
+	}()
+
+	c.opts.Logger.Debug("starting mcp server", "session", n, "command", c.spec.Command)
+	s, err := spawn(c.spec, n, &c.opts)
+	if err != nil {
+		return nil, &StartError{Server: c.label, Session: n, Err: err}
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		s.requestStop()
+		<-s.done
+		return nil, ErrClosed
+	}
+	c.sessions[s] = struct{}{}
+	c.mu.Unlock()
+	go func() {
+		<-s.done
+		c.mu.Lock()
+		delete(c.sessions, s)
+		c.mu.Unlock()
+	}()
+
+	if err := s.handshake(ctx); err != nil {
+		s.requestStop()
+		<-s.done
+		if c.isClosed() {
+			return nil, ErrClosed
+		}
+		return nil, s.startError(c.label, fmt.Errorf("handshake: %w", err))
+	}
+	c.mu.Lock()
+	c.cur, c.n, c.everRan = s, n, true
+	c.mu.Unlock()
+	c.opts.Logger.Info("mcp session started", "session", n, "server", s.info.Name,
+		"version", s.info.Version, "protocol", s.info.Protocol)
+	if c.opts.OnSession != nil {
+		c.opts.OnSession(n)
+	}
+	return s, nil
+}
+
+func (c *Client) live() (*session, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	if c.cur != nil && c.cur.alive() {
+		return c.cur, nil
+	}
+	return nil, nil
+}
+
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// Close stops the server: stdin closed, then SIGTERM, then SIGKILL, each
+// after StopGrace; the process is always reaped. Calls still running end as
+// unknown (connection_lost). Close waits for OnLateResult to return.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	sessions := make([]*session, 0, len(c.sessions))
+	for s := range c.sessions {
+		sessions = append(sessions, s)
+	}
+	c.mu.Unlock()
+	for _, s := range sessions {
+		s.requestStop()
+	}
+	for _, s := range sessions {
+		<-s.done
+	}
+	// A start racing with Close sees closed and reaps its own process; wait
+	// for it so nothing outlives Close.
+	c.startSem <- struct{}{}
+	<-c.startSem
+	return nil
+}
+
+// ServerInfo is what the server of the current (or last) session declared.
+func (c *Client) ServerInfo() ServerInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur == nil {
+		return ServerInfo{}
+	}
+	return c.cur.info
+}
+
+// Session is the number of the current (or last) session; 0 before the first
+// handshake completes.
+func (c *Client) Session() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// State reports the life of the server process.
+func (c *Client) State() SessionState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.closed:
+		return StateClosed
+	case c.starting && c.everRan:
+		return StateRestarting
+	case c.starting:
+		return StateStarting
+	case c.cur != nil && c.cur.alive():
+		return StateRunning
+	case c.cur != nil || c.everRan:
+		return StateExited
+	case c.n == 0 && len(c.sessions) == 0:
+		return StateNew
+	}
+	return StateExited
+}
+
+// Stderr returns the last stderr lines of the current (or last) session.
+func (c *Client) Stderr() []string {
+	c.mu.Lock()
+	s := c.cur
+	c.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	return s.tail.Lines()
+}
+
+// Tools lists the server's tools (all pages), with annotations and input
+// schemas as the server sent them. It starts a session if none is running.
+func (c *Client) Tools(ctx context.Context) ([]mcp.Tool, error) {
+	s, err := c.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.mc.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		if !s.alive() {
+			return nil, fmt.Errorf("list tools: %w", s.lostError())
+		}
+		return nil, fmt.Errorf("list tools (session %d): %w", s.n, err)
+	}
+	return res.Tools, nil
+}
+
+func (c *Client) newToken() string {
+	return c.tokenPrefix + fmt.Sprint(c.tokenSeq.Add(1))
+}
+
+// errorsIsAny reports whether err is any of targets.
+func errorsIsAny(err error, targets ...error) bool {
+	for _, t := range targets {
+		if errors.Is(err, t) {
+			return true
+		}
+	}
+	return false
+}

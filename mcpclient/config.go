@@ -1,0 +1,225 @@
+package mcpclient
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// ServerSpec says how to start one MCP server over stdio.
+type ServerSpec struct {
+	Name    string   // the name in the config file; "" when given on the command line
+	Command string   // run directly, never through a shell
+	Args    []string // passed as given
+	Env     []string // extra KEY=VAL entries, added to os.Environ()
+	Dir     string   // working directory; "" for the current one
+}
+
+// ErrConfig marks a config file that cannot be used as written.
+var ErrConfig = errors.New("mcp server config")
+
+// LoadConfig reads a Claude Desktop style {"mcpServers": {...}} or a VS Code
+// style {"servers": {...}} file and returns the stdio server called name.
+// ${workspaceFolder} in a VS Code file is the folder holding .vscode/.
+func LoadConfig(path, name string) (ServerSpec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ServerSpec{}, fmt.Errorf("read mcp server config: %w", err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	spec, err := parseConfig(data, name, workspaceOf(abs))
+	if err != nil {
+		return ServerSpec{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return spec, nil
+}
+
+// ParseConfig is LoadConfig on bytes already read. ${workspaceFolder} is then
+// the current directory.
+func ParseConfig(data []byte, name string) (ServerSpec, error) {
+	wd, _ := os.Getwd()
+	return parseConfig(data, name, wd)
+}
+
+// workspaceOf guesses the VS Code workspace folder for a config file:
+// .vscode/mcp.json lives one level below it.
+func workspaceOf(path string) string {
+	dir := filepath.Dir(path)
+	if filepath.Base(dir) == ".vscode" {
+		return filepath.Dir(dir)
+	}
+	return dir
+}
+
+// serverEntry is the union of both shapes. Unknown keys are ignored on
+// purpose: hosts add their own (disabled, autoApprove, timeout, ...).
+type serverEntry struct {
+	Type    string                     `json:"type"`
+	Command string                     `json:"command"`
+	Args    []json.RawMessage          `json:"args"`
+	Env     map[string]json.RawMessage `json:"env"`
+	Cwd     string                     `json:"cwd"`
+	URL     string                     `json:"url"`
+	EnvFile string                     `json:"envFile"`
+}
+
+func parseConfig(data []byte, name, workspace string) (ServerSpec, error) {
+	var file struct {
+		MCPServers map[string]json.RawMessage `json:"mcpServers"`
+		Servers    map[string]json.RawMessage `json:"servers"`
+	}
+	// VS Code allows comments and trailing commas in its JSON; we do not, and
+	// say so rather than guess.
+	if err := json.Unmarshal(bytes.TrimSpace(data), &file); err != nil {
+		return ServerSpec{}, fmt.Errorf("%w: not valid JSON (comments and trailing commas are not supported): %v", ErrConfig, err)
+	}
+	if file.MCPServers == nil && file.Servers == nil {
+		return ServerSpec{}, fmt.Errorf(`%w: no "mcpServers" (Claude Desktop) or "servers" (VS Code) object`, ErrConfig)
+	}
+	all := map[string]json.RawMessage{}
+	for n, v := range file.Servers {
+		all[n] = v
+	}
+	for n, v := range file.MCPServers {
+		if _, dup := all[n]; dup {
+			return ServerSpec{}, fmt.Errorf(`%w: server %q is defined under both "mcpServers" and "servers"`, ErrConfig, n)
+		}
+		all[n] = v
+	}
+	names := make([]string, 0, len(all))
+	for n := range all {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if name == "" {
+		if len(names) != 1 {
+			return ServerSpec{}, fmt.Errorf("%w: %d servers defined; pick one with --server (available: %s)", ErrConfig, len(names), strings.Join(names, ", "))
+		}
+		name = names[0]
+	}
+	raw, ok := all[name]
+	if !ok {
+		return ServerSpec{}, fmt.Errorf("%w: no server named %q (available: %s)", ErrConfig, name, strings.Join(names, ", "))
+	}
+	var e serverEntry
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return ServerSpec{}, fmt.Errorf("%w: server %q: %v", ErrConfig, name, err)
+	}
+	if e.Type != "" && e.Type != "stdio" {
+		return ServerSpec{}, fmt.Errorf("%w: server %q has type %q; only stdio servers (a command to run) are supported", ErrConfig, name, e.Type)
+	}
+	if e.Command == "" {
+		if e.URL != "" {
+			return ServerSpec{}, fmt.Errorf("%w: server %q is a remote server (url %s); only stdio servers (a command to run) are supported", ErrConfig, name, e.URL)
+		}
+		return ServerSpec{}, fmt.Errorf(`%w: server %q has no "command"`, ErrConfig, name)
+	}
+	if e.EnvFile != "" {
+		return ServerSpec{}, fmt.Errorf(`%w: server %q uses "envFile", which is not supported; put the variables in "env"`, ErrConfig, name)
+	}
+
+	x := expander{server: name, workspace: workspace}
+	spec := ServerSpec{Name: name}
+	spec.Command = x.expand("command", e.Command)
+	for i, a := range e.Args {
+		s, err := scalar(a)
+		if err != nil {
+			return ServerSpec{}, fmt.Errorf("%w: server %q: args[%d]: %v", ErrConfig, name, i, err)
+		}
+		spec.Args = append(spec.Args, x.expand(fmt.Sprintf("args[%d]", i), s))
+	}
+	keys := make([]string, 0, len(e.Env))
+	for k := range e.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if k == "" || strings.Contains(k, "=") {
+			return ServerSpec{}, fmt.Errorf("%w: server %q: env name %q is not valid", ErrConfig, name, k)
+		}
+		s, err := scalar(e.Env[k])
+		if err != nil {
+			return ServerSpec{}, fmt.Errorf("%w: server %q: env %s: %v", ErrConfig, name, k, err)
+		}
+		spec.Env = append(spec.Env, k+"="+x.expand("env "+k, s))
+	}
+	if e.Cwd != "" {
+		spec.Dir = x.expand("cwd", e.Cwd)
+		if !filepath.IsAbs(spec.Dir) && workspace != "" {
+			spec.Dir = filepath.Join(workspace, spec.Dir)
+		}
+	}
+	if x.err != nil {
+		return ServerSpec{}, x.err
+	}
+	return spec, nil
+}
+
+// scalar accepts a JSON string, number or bool: config files written by hand
+// put ports and flags as numbers.
+func scalar(raw json.RawMessage) (string, error) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", err
+	}
+	switch v := v.(type) {
+	case string:
+		return v, nil
+	case float64, bool:
+		return strings.TrimSpace(string(raw)), nil
+	default:
+		return "", fmt.Errorf("want a string, got %s", raw)
+	}
+}
+
+var varPattern = regexp.MustCompile(`\$\{([^}]*)\}`)
+
+// expander resolves the VS Code variables that need no editor: ${env:NAME},
+// ${userHome}, ${workspaceFolder}. ${input:...} asks the user in the editor;
+// there is no editor here, and running a server with a placeholder where a
+// secret should be is worse than refusing.
+type expander struct {
+	server, workspace string
+	err               error
+}
+
+func (x *expander) expand(field, s string) string {
+	if !strings.Contains(s, "${") {
+		return s
+	}
+	return varPattern.ReplaceAllStringFunc(s, func(m string) string {
+		v := m[2 : len(m)-1]
+		switch {
+		case strings.HasPrefix(v, "input:"):
+			x.fail(fmt.Errorf("%w: server %q: %s uses %s, an editor prompt that mcp-confirm cannot show; replace it with the value (or ${env:NAME})", ErrConfig, x.server, field, m))
+		case strings.HasPrefix(v, "env:"):
+			return os.Getenv(strings.TrimPrefix(v, "env:"))
+		case v == "userHome":
+			home, err := os.UserHomeDir()
+			if err != nil {
+				x.fail(fmt.Errorf("%w: server %q: %s: %v", ErrConfig, x.server, field, err))
+			}
+			return home
+		case v == "workspaceFolder":
+			return x.workspace
+		default:
+			x.fail(fmt.Errorf("%w: server %q: %s uses %s, which mcp-confirm does not resolve; replace it with the value", ErrConfig, x.server, field, m))
+		}
+		return m
+	})
+}
+
+func (x *expander) fail(err error) {
+	if x.err == nil {
+		x.err = err
+	}
+}

@@ -1,0 +1,177 @@
+package mcpclient_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcp-confirm/mcp-confirm/mcpclient"
+)
+
+// fixtureBin is the mcp-go test server (testdata/fixture), built once.
+var fixtureBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mcpclient-fixture-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fixtureBin = filepath.Join(dir, "fixture")
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	build := exec.Command(goBin, "build", "-o", fixtureBin, "./testdata/fixture")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build fixture server: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// noLeak fails the test if goroutines started during it are still running
+// a few seconds after its cleanups (Close included) ran. Register it first:
+// cleanups run last-in first-out.
+func noLeak(t *testing.T) {
+	t.Helper()
+	before := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			n := runtime.NumGoroutine()
+			if n <= before {
+				return
+			}
+			if time.Now().After(deadline) {
+				buf := make([]byte, 1<<20)
+				buf = buf[:runtime.Stack(buf, true)]
+				t.Errorf("goroutine leak: %d before the test, %d after\n%s", before, n, buf)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}
+
+// testOptions are short enough that broken servers fail fast, long enough
+// for a loaded CI machine.
+func testOptions() mcpclient.Options {
+	return mcpclient.Options{
+		ClientName: "mcpclient-test", ClientVersion: "0.0.1",
+		ProbeTimeout: 2 * time.Second, StartTimeout: 10 * time.Second, StopGrace: time.Second,
+	}
+}
+
+func fixture(args ...string) mcpclient.ServerSpec {
+	return mcpclient.ServerSpec{Command: fixtureBin, Args: args}
+}
+
+// started returns a started client that is closed when the test ends.
+func started(t *testing.T, spec mcpclient.ServerSpec, opts mcpclient.Options) *mcpclient.Client {
+	t.Helper()
+	c := mcpclient.New(spec, opts)
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	return c
+}
+
+// hangGuard is the bound past which a call is taken to hang: far above any
+// timeout the tests set, so it never fires on a slow machine.
+const hangGuard = 15 * time.Second
+
+func call(t *testing.T, c *mcpclient.Client, tool string, args map[string]any, o mcpclient.CallOptions) mcpclient.Outcome {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	start := time.Now()
+	out := c.Call(ctx, tool, args, o)
+	if time.Since(start) >= hangGuard-time.Second {
+		t.Fatalf("call %s hung (%v): %+v", tool, time.Since(start), out)
+	}
+	return out
+}
+
+// lateSink collects late results from any goroutine.
+type lateSink struct {
+	mu sync.Mutex
+	rs []mcpclient.LateResult
+	ch chan struct{}
+}
+
+func newLateSink() *lateSink { return &lateSink{ch: make(chan struct{}, 100)} }
+
+func (s *lateSink) add(r mcpclient.LateResult) {
+	s.mu.Lock()
+	s.rs = append(s.rs, r)
+	s.mu.Unlock()
+	s.ch <- struct{}{}
+}
+
+// wait returns the first late result for key, or fails after a generous bound.
+func (s *lateSink) wait(t *testing.T, key string) mcpclient.LateResult {
+	t.Helper()
+	deadline := time.After(hangGuard)
+	for {
+		s.mu.Lock()
+		for _, r := range s.rs {
+			if r.Key == key {
+				s.mu.Unlock()
+				return r
+			}
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.ch:
+		case <-deadline:
+			t.Fatalf("no late result for %s", key)
+		}
+	}
+}
+
+// syncBuffer is a goroutine-safe bytes.Buffer for Options.Stderr.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// waitFor polls cond up to the hang bound.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

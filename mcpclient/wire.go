@@ -1,0 +1,547 @@
+package mcpclient
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// The tap sits between mcp-go's stdio transport and the child's pipes. mcp-go
+// hides the JSON-RPC ids it assigns and drops any response that arrives after
+// the caller's context ended; the engine needs both (the id for the journal,
+// the late response as evidence). So the tap reads every line that crosses:
+// outgoing tools/call requests are tied to their call by the unique progress
+// token in _meta (one CallTool may send several wire requests), outgoing
+// notifications/cancelled are noted, and incoming responses are matched by id.
+// It must stay cheap: lines that cannot matter are rejected by a substring
+// test before any JSON is decoded.
+
+// wireCall is one Call as the tap sees it. Fields are guarded by tap.mu.
+type wireCall struct {
+	token   string
+	key     string
+	tool    string
+	session int
+	reqs    []*wireReq
+	ended   bool
+	unknown bool
+	cancel  func(error) // ends the call's context with a cause
+	events  *callEvents // nil when the caller wants no callbacks
+	idle    *time.Timer // reset by progress; nil without an idle clock
+	idleFor time.Duration
+}
+
+// wireReq is one tools/call request on the wire.
+type wireReq struct {
+	call       *wireCall
+	id         string // the id's JSON text, as written
+	written    bool   // at least one byte reached the pipe
+	sentAt     time.Time
+	cancelSent bool // notifications/cancelled for it was written
+	resp       *wireResp
+}
+
+type wireResp struct {
+	result      json.RawMessage
+	rpcErr      *RPCError
+	afterCancel bool
+	at          time.Time
+}
+
+func (c *wireCall) firstSent() time.Time {
+	for _, r := range c.reqs {
+		if r.written {
+			return r.sentAt
+		}
+	}
+	return time.Time{}
+}
+
+func (c *wireCall) lastWritten() *wireReq {
+	for i := len(c.reqs) - 1; i >= 0; i-- {
+		if c.reqs[i].written {
+			return c.reqs[i]
+		}
+	}
+	return nil
+}
+
+type tap struct {
+	session int
+	late    *lateQueue
+
+	mu      sync.Mutex
+	byToken map[string]*wireCall // calls still running
+	byID    map[string]*wireReq  // requests we still want the response of
+	gone    bool                 // the session is over: no new calls
+	tracked atomic.Int32         // len(byID), read without the lock
+
+	// Lines on stdout that are not JSON-RPC: counted for error messages,
+	// since a server that logs to stdout is the most common broken setup.
+	nonJSON      atomic.Int64
+	firstNonJSON atomic.Pointer[string]
+}
+
+func newTap(session int, late *lateQueue) *tap {
+	return &tap{
+		session: session,
+		late:    late,
+		byToken: map[string]*wireCall{},
+		byID:    map[string]*wireReq{},
+	}
+}
+
+// register adds a call before its request is written. It fails when the
+// session is already over, in which case nothing will be written.
+func (t *tap) register(c *wireCall) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.gone {
+		return false
+	}
+	t.byToken[c.token] = c
+	return true
+}
+
+// failAll ends the session for the tap: every running call is cancelled with
+// cause, at once, and no new call may register.
+func (t *tap) failAll(cause error) {
+	t.mu.Lock()
+	t.gone = true
+	calls := make([]*wireCall, 0, len(t.byToken))
+	for _, c := range t.byToken {
+		calls = append(calls, c)
+	}
+	t.mu.Unlock()
+	for _, c := range calls {
+		c.cancel(cause)
+	}
+}
+
+var (
+	markToolsCall = []byte(`"tools/call"`)
+	markCancelled = []byte(`"notifications/cancelled"`)
+	markID        = []byte(`"id"`)
+)
+
+// outgoing is called with one complete line before it is written. It returns
+// an undo for when the write fails without a byte written, and a commit for
+// when at least one byte was.
+func (t *tap) outgoing(p []byte) (undo, commit func()) {
+	switch {
+	case bytes.Contains(p, markToolsCall):
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Meta struct {
+					ProgressToken any `json:"progressToken"`
+				} `json:"_meta"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(p, &m) != nil || m.Method != string(mcp.MethodToolsCall) || len(m.ID) == 0 {
+			return nil, nil
+		}
+		tok, _ := m.Params.Meta.ProgressToken.(string)
+		id := string(bytes.TrimSpace(m.ID))
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		c := t.byToken[tok]
+		if c == nil {
+			return nil, nil
+		}
+		// Registered before the write: the answer can come back before
+		// Write returns.
+		r := &wireReq{call: c, id: id}
+		c.reqs = append(c.reqs, r)
+		t.byID[id] = r
+		t.tracked.Store(int32(len(t.byID)))
+		undo = func() {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			c.reqs = c.reqs[:len(c.reqs)-1]
+			delete(t.byID, id)
+			t.tracked.Store(int32(len(t.byID)))
+		}
+		commit = func() {
+			t.mu.Lock()
+			r.written = true
+			r.sentAt = time.Now()
+			ev := c.events
+			t.mu.Unlock()
+			if ev != nil {
+				ev.sent(rpcIDText(id))
+			}
+		}
+		return undo, commit
+
+	case bytes.Contains(p, markCancelled):
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				RequestID json.RawMessage `json:"requestId"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(p, &m) != nil || m.Method != string(mcp.MethodNotificationCancelled) {
+			return nil, nil
+		}
+		id := string(bytes.TrimSpace(m.Params.RequestID))
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		r := t.byID[id]
+		if r == nil || r.cancelSent {
+			return nil, nil
+		}
+		// Marked before the write for the same reason: the server's answer
+		// to the cancel may be read before Write returns.
+		r.cancelSent = true
+		return func() {
+			t.mu.Lock()
+			r.cancelSent = false
+			t.mu.Unlock()
+		}, nil
+	}
+	return nil, nil
+}
+
+// incoming is called with each complete line read from the child's stdout,
+// before mcp-go sees it.
+func (t *tap) incoming(line []byte) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return
+	}
+	if line[0] != '{' {
+		t.noteNonJSON(line)
+		return
+	}
+	if t.tracked.Load() == 0 || !bytes.Contains(line, markID) {
+		return
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  *RPCError       `json:"error"`
+	}
+	if err := json.Unmarshal(line, &m); err != nil {
+		t.noteNonJSON(line)
+		return
+	}
+	if m.Method != "" || len(m.ID) == 0 || (m.Result == nil && m.Error == nil) {
+		return
+	}
+	id := string(bytes.TrimSpace(m.ID))
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := t.byID[id]
+	if r == nil || r.resp != nil {
+		return
+	}
+	// Once the session is gone every running call has been cancelled, and
+	// its stdin is about to close, which mcp-go servers treat as a cancel of
+	// everything in flight: an error from then on answers a cancel.
+	r.resp = &wireResp{afterCancel: r.cancelSent || t.gone, at: time.Now(), rpcErr: m.Error}
+	if m.Error == nil {
+		r.resp.result = bytes.Clone(m.Result)
+	}
+	if r.call.ended {
+		// The call already returned to its caller: this is a late answer.
+		delete(t.byID, id)
+		t.tracked.Store(int32(len(t.byID)))
+		if r.call.unknown {
+			t.late.push(lateFrom(r))
+		}
+	}
+}
+
+func lateFrom(r *wireReq) lateItem {
+	return lateItem{
+		key: r.call.key, tool: r.call.tool, session: r.call.session,
+		rpcID: rpcIDText(r.id), resp: r.resp,
+	}
+}
+
+// onNotification runs on mcp-go's read loop, so it only looks up, resets a
+// timer and hands off without blocking.
+func (t *tap) onNotification(n mcp.JSONRPCNotification) {
+	if n.Method != string(mcp.MethodNotificationProgress) {
+		return
+	}
+	f := n.Params.AdditionalFields
+	tok, ok := f["progressToken"].(string)
+	if !ok {
+		return
+	}
+	p := Progress{At: time.Now()}
+	p.Progress, _ = f["progress"].(float64)
+	p.Total, _ = f["total"].(float64)
+	p.Message, _ = f["message"].(string)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.byToken[tok]
+	if c == nil || c.ended {
+		return // progress after the answer or after we gave up: ignored
+	}
+	if c.idle != nil {
+		c.idle.Reset(c.idleFor)
+	}
+	if c.events != nil {
+		c.events.progress(p)
+	}
+}
+
+func (t *tap) noteNonJSON(line []byte) {
+	if t.nonJSON.Add(1) == 1 {
+		s := string(line)
+		if len(s) > 200 {
+			s = s[:200] + "…"
+		}
+		t.firstNonJSON.Store(&s)
+	}
+}
+
+// rpcIDText turns an id's JSON text into the plain string the engine stores.
+func rpcIDText(raw string) string {
+	if len(raw) > 0 && raw[0] == '"' {
+		if s, err := strconv.Unquote(raw); err == nil {
+			return s
+		}
+	}
+	return raw
+}
+
+// tapWriter is the child's stdin as mcp-go sees it. mcp-go writes each
+// message with one Write call holding its own lock, so p is one whole line.
+type tapWriter struct {
+	t      *tap
+	w      io.WriteCloser
+	broken func()
+}
+
+func (w *tapWriter) Write(p []byte) (int, error) {
+	undo, commit := w.t.outgoing(p)
+	n, err := w.w.Write(p)
+	if n > 0 && commit != nil {
+		commit()
+	}
+	if n == 0 && undo != nil {
+		undo()
+	}
+	if err != nil {
+		w.broken()
+	}
+	return n, err
+}
+
+func (w *tapWriter) Close() error { return w.w.Close() }
+
+// maxLine bounds how much of one line the tap buffers; a longer line is
+// passed through to mcp-go but not inspected.
+const maxLine = 64 << 20
+
+// tapReader is the child's stdout as mcp-go sees it.
+type tapReader struct {
+	t       *tap
+	r       io.Reader
+	partial []byte
+	skip    bool // inside an over-long line
+	eof     func()
+}
+
+func (r *tapReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if n > 0 {
+		r.feed(p[:n])
+	}
+	if err != nil {
+		r.eof()
+		// mcp-go logs any error other than EOF as a failure; for us a
+		// closed or broken pipe is the normal end of a session.
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (r *tapReader) feed(b []byte) {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			if !r.skip {
+				if len(r.partial)+len(b) > maxLine {
+					r.partial, r.skip = r.partial[:0], true
+				} else {
+					r.partial = append(r.partial, b...)
+				}
+			}
+			return
+		}
+		line := b[:i]
+		b = b[i+1:]
+		switch {
+		case r.skip:
+			r.skip = false
+		case len(r.partial) > 0:
+			r.partial = append(r.partial, line...)
+			r.t.incoming(r.partial)
+			r.partial = r.partial[:0]
+		default:
+			r.t.incoming(line)
+		}
+	}
+}
+
+// callEvents hands OnSent and OnProgress to the caller's own goroutine, so a
+// slow callback never stalls the read loop. Sent events are queued (each is
+// a wire id the journal needs); progress is coalesced to the latest.
+type callEvents struct {
+	mu     sync.Mutex
+	ids    []string
+	prog   *Progress
+	closed bool
+	wake   chan struct{}
+}
+
+func newCallEvents() *callEvents { return &callEvents{wake: make(chan struct{}, 1)} }
+
+func (e *callEvents) sent(id string) {
+	e.mu.Lock()
+	if !e.closed {
+		e.ids = append(e.ids, id)
+	}
+	e.mu.Unlock()
+	e.poke()
+}
+
+func (e *callEvents) progress(p Progress) {
+	e.mu.Lock()
+	if !e.closed {
+		e.prog = &p
+	}
+	e.mu.Unlock()
+	e.poke()
+}
+
+func (e *callEvents) close() {
+	e.mu.Lock()
+	e.closed = true
+	e.prog = nil // progress after the end is not reported
+	e.mu.Unlock()
+	e.poke()
+}
+
+func (e *callEvents) poke() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run delivers events until close; the sent ids queued before close are all
+// delivered, so OnSent has seen every written request when Call returns.
+func (e *callEvents) run(session int, onSent func(int, string), onProgress func(Progress)) {
+	for range e.wake {
+		e.mu.Lock()
+		ids, prog, closed := e.ids, e.prog, e.closed
+		e.ids, e.prog = nil, nil
+		e.mu.Unlock()
+		for _, id := range ids {
+			if onSent != nil {
+				onSent(session, id)
+			}
+		}
+		if prog != nil && onProgress != nil {
+			onProgress(*prog)
+		}
+		if closed {
+			e.mu.Lock()
+			rest := e.ids
+			e.ids = nil
+			e.mu.Unlock()
+			for _, id := range rest {
+				if onSent != nil {
+					onSent(session, id)
+				}
+			}
+			return
+		}
+	}
+}
+
+// lateQueue carries late answers off the read loop to Options.OnLateResult,
+// in order and without dropping any: each one is evidence.
+type lateQueue struct {
+	mu     sync.Mutex
+	items  []lateItem
+	closed bool
+	wake   chan struct{}
+}
+
+type lateItem struct {
+	key, tool string
+	session   int
+	rpcID     string
+	resp      *wireResp
+}
+
+func newLateQueue() *lateQueue { return &lateQueue{wake: make(chan struct{}, 1)} }
+
+func (q *lateQueue) push(it lateItem) {
+	q.mu.Lock()
+	if !q.closed {
+		q.items = append(q.items, it)
+	}
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *lateQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *lateQueue) run(deliver func(LateResult)) {
+	for range q.wake {
+		q.mu.Lock()
+		items, closed := q.items, q.closed
+		q.items = nil
+		q.mu.Unlock()
+		for _, it := range items {
+			if deliver != nil {
+				deliver(it.result())
+			}
+		}
+		if closed {
+			return
+		}
+	}
+}
+
+func (it lateItem) result() LateResult {
+	lr := LateResult{
+		Key: it.key, Tool: it.tool, Session: it.session, RPCID: it.rpcID,
+		RPCError: it.resp.rpcErr, AfterCancel: it.resp.afterCancel, At: it.resp.at,
+	}
+	if it.resp.result != nil {
+		lr.ResultJSON = it.resp.result
+		raw := json.RawMessage(it.resp.result)
+		if res, err := mcp.ParseCallToolResult(&raw); err == nil {
+			lr.Result = res
+		}
+	}
+	return lr
+}
