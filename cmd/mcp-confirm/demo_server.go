@@ -2,11 +2,52 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/mcp-confirm/mcp-confirm/demo"
 )
 
-// runDemoServer is replaced by the demo/ work (issue 3).
+// runDemoServer serves the built-in orders server over stdin/stdout until
+// stdin closes. Logs go to stderr: stdout carries the protocol only.
 func runDemoServer(ctx context.Context, e *env, args []string) int {
-	fmt.Fprintln(e.stderr, "mcp-confirm demo-server: not built yet")
-	return exitUnavailable
+	var o demo.Options
+	fs := flag.NewFlagSet("demo-server", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.DB, "db", "", "the demo's SQLite file (default: a temporary file, removed on exit)")
+	fs.DurationVar(&o.Delay, "delay", 0, "every create_order takes this long, sending progress every 250ms")
+	fs.IntVar(&o.HangAfterCommit, "hang-after-commit", 0, "the first N create_order executions commit, then never answer")
+	fs.Float64Var(&o.FailRate, "fail-rate", 0, "share (0 to 1) of create_order executions that fail before committing")
+	fs.Uint64Var(&o.Seed, "seed", 1, "seed for --fail-rate draws")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printFlagHelp(e.stdout, fs)
+			return exitOK
+		}
+		return demoUsageError(e, err.Error())
+	}
+	switch {
+	case fs.NArg() > 0:
+		return demoUsageError(e, fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
+	case o.Delay < 0:
+		return demoUsageError(e, "--delay must not be negative")
+	case o.HangAfterCommit < 0:
+		return demoUsageError(e, "--hang-after-commit must not be negative")
+	case o.FailRate < 0 || o.FailRate > 1:
+		return demoUsageError(e, "--fail-rate must be between 0 and 1")
+	}
+	o.Logger = slog.New(slog.NewTextHandler(e.stderr, nil))
+	if err := demo.Serve(ctx, o, e.stdin, e.stdout); err != nil {
+		fmt.Fprintf(e.stderr, "mcp-confirm demo-server: %v\nCheck that the --db file is writable and not locked by another program.\n", err)
+		return exitUnavailable
+	}
+	return exitOK
+}
+
+func demoUsageError(e *env, msg string) int {
+	fmt.Fprintf(e.stderr, "mcp-confirm demo-server: %s\nRun 'mcp-confirm demo-server --help' for its flags.\n", msg)
+	return exitBadInput
 }

@@ -1,0 +1,164 @@
+// Package demo is the built-in orders-and-budgets MCP server (SPEC §6): a
+// write tool guarded by the idempotency middleware, two read tools, its state
+// in a SQLite file, and faults to inject (a lost response, slowness, failures).
+package demo
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-confirm/mcp-confirm/idempotency"
+)
+
+// Name is the implementation name the server declares; clients remember a
+// call's server by it.
+const Name = "mcp-confirm-demo"
+
+// Version is the server version it declares.
+const Version = "0.1.0"
+
+// Options configure the demo server. The zero value is a well-behaved server
+// on a temporary database.
+type Options struct {
+	DB              string        // database file; "" means a temporary file removed on Close
+	Delay           time.Duration // every create_order takes this long, with progress
+	HangAfterCommit int           // the first N create_order executions commit, then never answer
+	FailRate        float64       // share of create_order executions that fail before committing
+	Seed            uint64        // seeds the fail-rate draws
+	Logger          *slog.Logger  // default: discard
+	Now             func() time.Time
+}
+
+// Server is a demo server and the database behind it.
+type Server struct {
+	mcp    *server.MCPServer
+	db     *sql.DB
+	path   string
+	temp   bool
+	opts   Options
+	log    *slog.Logger
+	idem   *idempotency.Middleware
+	hangs  atomic.Int64 // executions that hung so far
+	randMu sync.Mutex
+	rand   *rand.Rand
+}
+
+// NewServer opens the database and builds the MCP server.
+func NewServer(ctx context.Context, opts Options) (*Server, error) {
+	s := &Server{opts: opts, path: opts.DB, log: opts.Logger, rand: rand.New(rand.NewPCG(opts.Seed, opts.Seed))}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.opts.Now == nil {
+		s.opts.Now = time.Now
+	}
+	if s.path == "" {
+		f, err := os.CreateTemp("", "mcp-confirm-demo-*.db")
+		if err != nil {
+			return nil, fmt.Errorf("create temporary demo database: %w", err)
+		}
+		f.Close()
+		s.path, s.temp = f.Name(), true
+	}
+	db, err := openDB(ctx, s.path)
+	if err != nil {
+		s.removeTemp()
+		return nil, err
+	}
+	s.db = db
+	store, err := idempotency.NewSQLiteStore(ctx, db)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open idempotency store in %s: %w", s.path, err)
+	}
+	s.idem, err = idempotency.New(idempotency.Options{
+		Store:  store,
+		KeyArg: "idempotency_key",
+		// Outlast the slowest write this server is told to make.
+		Lease: idempotency.DefaultLease + 2*opts.Delay,
+		// Safe here: create_order writes only through Commit, so a key left
+		// processing proves its order was never committed.
+		ReclaimExpiredLeases: true,
+		Now:                  s.opts.Now,
+		OnEvent:              s.logEvent,
+	})
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.mcp = server.NewMCPServer(Name, Version, server.WithToolCapabilities(false), server.WithRecovery())
+	s.addTools()
+	s.log.Info("demo server ready", "db", s.path, "delay", opts.Delay, "hang_after_commit", opts.HangAfterCommit,
+		"fail_rate", opts.FailRate, "seed", opts.Seed)
+	return s, nil
+}
+
+// MCPServer is the mcp-go server, for serving over any transport.
+func (s *Server) MCPServer() *server.MCPServer { return s.mcp }
+
+// DBPath is the database file in use (a temporary one if Options.DB was "").
+func (s *Server) DBPath() string { return s.path }
+
+// DedupeHits counts repeated keys answered without a second execution.
+func (s *Server) DedupeHits() int64 { return s.idem.DedupeHits() }
+
+// Close closes the database and removes it if it was temporary.
+func (s *Server) Close() error {
+	err := s.db.Close()
+	s.removeTemp()
+	return err
+}
+
+func (s *Server) removeTemp() {
+	if s.temp {
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			os.Remove(s.path + suffix)
+		}
+	}
+}
+
+// Serve runs a demo server over stdio until stdin closes or ctx ends. Logs go
+// to opts.Logger; stdout carries protocol only.
+func Serve(ctx context.Context, opts Options, stdin io.Reader, stdout io.Writer) error {
+	s, err := NewServer(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	stdio := server.NewStdioServer(s.mcp)
+	stdio.SetErrorLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelError))
+	err = stdio.Listen(ctx, stdin, stdout)
+	s.log.Info("demo server stopped", "dedupe_hits", s.DedupeHits())
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("serve stdio: %w", err)
+	}
+	return nil
+}
+
+func (s *Server) logEvent(e idempotency.Event) {
+	if e.Kind == idempotency.EventStoreFailed {
+		s.log.Error("idempotency store failed", "key", e.Key, "tool", e.Tool, "err", e.Err)
+		return
+	}
+	s.log.Info("dedupe hit", "kind", string(e.Kind), "key", e.Key, "tool", e.Tool, "state", string(e.State), "fields", e.Fields)
+}
+
+// failNow draws whether this execution fails (--fail-rate).
+func (s *Server) failNow() bool {
+	if s.opts.FailRate <= 0 {
+		return false
+	}
+	s.randMu.Lock()
+	defer s.randMu.Unlock()
+	return s.rand.Float64() < s.opts.FailRate
+}

@@ -1,0 +1,45 @@
+package demo
+
+import "github.com/mark3labs/mcp-go/mcp"
+
+// addTools registers the three tools. Annotations are set truthfully (mcp.NewTool
+// presets all four hints, so each is stated here).
+func (s *Server) addTools() {
+	s.mcp.AddTool(mcp.NewTool("create_order",
+		mcp.WithDescription("Create an order and deduct quantity × unit price from the buyer's budget. "+
+			"Send an idempotency key (in _meta io.github.mcp-confirm/idempotency-key or the idempotency_key argument) "+
+			"to make a resend return the first result instead of ordering twice."),
+		mcp.WithTitleAnnotation("Create order"),
+		mcp.WithString("item", mcp.Required(), mcp.Description("item to order"), mcp.Enum("widget", "gadget", "gizmo")),
+		mcp.WithNumber("quantity", mcp.Required(), mcp.Description("how many, at least 1"), mcp.Min(1)),
+		mcp.WithString("buyer", mcp.Required(), mcp.Description("buyer whose budget pays")),
+		mcp.WithString("idempotency_key", mcp.Description("optional key naming this operation; a resend with the same key is not executed twice")),
+		mcp.WithReadOnlyHintAnnotation(false),
+		// Deducting a budget changes an existing row: not purely additive.
+		mcp.WithDestructiveHintAnnotation(true),
+		// Without a key, a second identical call orders again.
+		mcp.WithIdempotentHintAnnotation(false),
+		mcp.WithOpenWorldHintAnnotation(false),
+	), s.hangAfterCommit(s.idem.Wrap(s.createOrder)))
+
+	s.mcp.AddTool(mcp.NewTool("find_orders",
+		mcp.WithDescription("List orders, optionally only those under one idempotency key or for one buyer; use it to check whether a write took effect."),
+		mcp.WithTitleAnnotation("Find orders"),
+		mcp.WithString("idempotency_key", mcp.Description("only the order(s) created under this key")),
+		mcp.WithString("buyer", mcp.Description("only this buyer's orders")),
+		mcp.WithReadOnlyHintAnnotation(true),
+		mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithIdempotentHintAnnotation(true),
+		mcp.WithOpenWorldHintAnnotation(false),
+	), s.findOrders)
+
+	s.mcp.AddTool(mcp.NewTool("get_budget",
+		mcp.WithDescription("The buyer's remaining budget."),
+		mcp.WithTitleAnnotation("Get budget"),
+		mcp.WithString("buyer", mcp.Required()),
+		mcp.WithReadOnlyHintAnnotation(true),
+		mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithIdempotentHintAnnotation(true),
+		mcp.WithOpenWorldHintAnnotation(false),
+	), s.getBudget)
+}
