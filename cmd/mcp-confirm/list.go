@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mcp-confirm/mcp-confirm/pending"
+	"github.com/mcp-confirm/mcp-confirm/termtext"
+)
+
+func runList(ctx context.Context, e *env, args []string) int {
+	var g globalOpts
+	fs := newFlagSet("list", &g)
+	state := fs.String("state", "", "only calls in this state (in_flight, succeeded, failed, unknown, applied, abandoned)")
+	tool := fs.String("tool", "", "only calls of this tool")
+	limit := fs.Int("limit", 0, "at most this many calls (0: all)")
+	pos, ok := parseFlags(fs, args, e)
+	if !ok {
+		return exitBadInput
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(e.stderr, "mcp-confirm list: unexpected argument %q\nUse --state and --tool to filter.\n", pos[0])
+		return exitBadInput
+	}
+	f := pending.Filter{Tool: *tool, Limit: *limit}
+	if *state != "" {
+		s := pending.State(*state)
+		if !s.Valid() {
+			fmt.Fprintf(e.stderr, "mcp-confirm list: no state %q\nUse one of: %s.\n", *state, stateNames())
+			return exitBadInput
+		}
+		f.States = []pending.State{s}
+	}
+	j, code := openJournal(ctx, e, &g)
+	if j == nil {
+		return code
+	}
+	defer j.Close()
+	calls, err := j.List(ctx, f)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "mcp-confirm list: %v\n", err)
+		return exitUnavailable
+	}
+	if g.json {
+		if calls == nil {
+			calls = []pending.Call{}
+		}
+		return writeJSON(e, calls)
+	}
+	if len(calls) == 0 {
+		fmt.Fprintln(e.stdout, "No calls.")
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tAGE\tTOOL\tKEY\tATTEMPTS\tREASON")
+	now := time.Now()
+	for _, c := range calls {
+		reason := c.Reason
+		if c.Conflict {
+			reason = "CONFLICT: " + c.ConflictNote
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t…%s\t%d\t%s\n", c.ID, c.State, age(now.Sub(c.CreatedAt)),
+			termtext.Line(c.Tool), keyTail(c.Key), c.AttemptCount, termtext.Line(reason))
+	}
+	return flushOK(tw)
+}
+
+func stateNames() string {
+	names := make([]string, len(pending.States))
+	for i, s := range pending.States {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
+}
+
+// keyTail is the end of a key: what an operator reads aloud ("…7Q2M").
+func keyTail(k string) string {
+	if len(k) > 6 {
+		return k[len(k)-6:]
+	}
+	return k
+}
+
+func age(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+func writeJSON(e *env, v any) int {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintf(e.stderr, "mcp-confirm: write output: %v\n", err)
+		return exitUnavailable
+	}
+	return exitOK
+}
+
+func flushOK(tw *tabwriter.Writer) int {
+	if err := tw.Flush(); err != nil {
+		return exitUnavailable
+	}
+	return exitOK
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/mcp-confirm/mcp-confirm/pending"
+	"github.com/mcp-confirm/mcp-confirm/termtext"
+)
+
+func runShow(ctx context.Context, e *env, args []string) int {
+	var g globalOpts
+	fs := newFlagSet("show", &g)
+	pos, ok := parseFlags(fs, args, e)
+	if !ok {
+		return exitBadInput
+	}
+	id, ok := callIDArg("show", pos, e)
+	if !ok {
+		return exitBadInput
+	}
+	j, code := openJournal(ctx, e, &g)
+	if j == nil {
+		return code
+	}
+	defer j.Close()
+	c, err := j.Get(ctx, id)
+	if errors.Is(err, pending.ErrNoSuchCall) {
+		fmt.Fprintf(e.stderr, "mcp-confirm show: no call %d in %s\nRun 'mcp-confirm list' to see the calls.\n", id, j.Path())
+		return exitBadInput
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "mcp-confirm show: %v\n", err)
+		return exitUnavailable
+	}
+	if g.json {
+		return writeJSON(e, c)
+	}
+	printCall(e.stdout, c)
+	return exitOK
+}
+
+// callIDArg reads the one positional call id of show/query/retry/...
+func callIDArg(cmd string, pos []string, e *env) (int64, bool) {
+	if len(pos) == 0 {
+		fmt.Fprintf(e.stderr, "mcp-confirm %s: which call? Give its id\nRun 'mcp-confirm list' to see the ids.\n", cmd)
+		return 0, false
+	}
+	id, err := strconv.ParseInt(pos[0], 10, 64)
+	if err != nil || id <= 0 {
+		fmt.Fprintf(e.stderr, "mcp-confirm %s: %q is not a call id (a positive number)\nRun 'mcp-confirm list' to see the ids.\n", cmd, pos[0])
+		return 0, false
+	}
+	return id, true
+}
+
+// printCall is the human form of one call: everything the journal knows.
+func printCall(w io.Writer, c pending.Call) {
+	fmt.Fprintf(w, "Call %d  %s", c.ID, c.State)
+	if c.Reason != "" {
+		fmt.Fprintf(w, " (%s)", termtext.Line(c.Reason))
+	}
+	fmt.Fprintln(w)
+	if c.Conflict {
+		fmt.Fprintf(w, "  CONFLICT: %s\n", termtext.Line(c.ConflictNote))
+	}
+	server := termtext.Line(c.Server)
+	if c.ServerAlias != "" {
+		server += " (config " + termtext.Line(c.ServerAlias) + ")"
+	}
+	fmt.Fprintf(w, "  tool     %s (%s, from %s)\n  server   %s\n  key      %s\n", termtext.Line(c.Tool), c.Kind, c.KindSource, server, c.Key)
+	fmt.Fprintf(w, "  created  %s\n  updated  %s\n", stamp(c.CreatedAt), stamp(c.UpdatedAt))
+	if c.Proposal != "" {
+		fmt.Fprintf(w, "  proposal %s\n", termtext.Line(c.Proposal))
+	}
+	fmt.Fprintf(w, "  args     %s\n", indentJSON(c.Args, "           "))
+	for _, a := range c.Attempts {
+		fmt.Fprintf(w, "  attempt %d  session %d  rpc id %s  sent %s", a.N, a.Session, orDash(a.RPCID), stamp(a.SentAt))
+		if a.EndedAt != nil {
+			fmt.Fprintf(w, "  ended %s (%s)", stamp(*a.EndedAt), a.EndedAt.Sub(a.SentAt).Round(time.Millisecond))
+		}
+		fmt.Fprintf(w, "\n             %s", a.Outcome)
+		if a.Late {
+			fmt.Fprint(w, " (late answer)")
+		}
+		if a.Reason != "" {
+			fmt.Fprintf(w, ": %s", termtext.Line(a.Reason))
+		}
+		if a.Clock != "" {
+			fmt.Fprintf(w, " [%s clock]", a.Clock)
+		}
+		fmt.Fprintln(w)
+		if len(a.Result) > 0 {
+			fmt.Fprintf(w, "             result %s\n", indentJSON(a.Result, "                    "))
+		}
+		if len(a.Error) > 0 {
+			fmt.Fprintf(w, "             error  %s\n", indentJSON(a.Error, "                    "))
+		}
+	}
+	for _, d := range c.Decisions {
+		fmt.Fprintf(w, "  decision %s by %s at %s", d.Action, termtext.Line(d.Operator), stamp(d.At))
+		if d.Attempt != 0 {
+			fmt.Fprintf(w, " (attempt %d)", d.Attempt)
+		}
+		fmt.Fprintln(w)
+		if d.Note != "" {
+			fmt.Fprintf(w, "             note: %s\n", termtext.Line(d.Note))
+		}
+		if len(d.Evidence) > 0 {
+			fmt.Fprintf(w, "             evidence %s\n", indentJSON(d.Evidence, "                      "))
+		}
+	}
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// indentJSON pretty-prints server-supplied JSON with its strings made
+// terminal-safe.
+func indentJSON(raw json.RawMessage, prefix string) string {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, prefix, "  "); err != nil {
+		return termtext.Strip(string(raw))
+	}
+	return termtext.Strip(buf.String())
+}

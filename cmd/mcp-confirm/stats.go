@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"text/tabwriter"
+
+	"github.com/mcp-confirm/mcp-confirm/pending"
+	"github.com/mcp-confirm/mcp-confirm/termtext"
+)
+
+func runStats(ctx context.Context, e *env, args []string) int {
+	var g globalOpts
+	fs := newFlagSet("stats", &g)
+	pos, ok := parseFlags(fs, args, e)
+	if !ok {
+		return exitBadInput
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(e.stderr, "mcp-confirm stats: unexpected argument %q\nRun 'mcp-confirm stats' or 'mcp-confirm stats --json'.\n", pos[0])
+		return exitBadInput
+	}
+	j, code := openJournal(ctx, e, &g)
+	if j == nil {
+		return code
+	}
+	defer j.Close()
+	st, err := j.Stats(ctx)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "mcp-confirm stats: %v\n", err)
+		return exitUnavailable
+	}
+	if g.json {
+		return writeJSON(e, st)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "TOOL\t")
+	for _, s := range pending.States {
+		fmt.Fprintf(tw, "%s\t", s)
+	}
+	fmt.Fprintln(tw, "")
+	tools := make([]string, 0, len(st.ByTool))
+	for t := range st.ByTool {
+		tools = append(tools, t)
+	}
+	sort.Strings(tools)
+	for _, t := range tools {
+		fmt.Fprintf(tw, "%s\t", termtext.Line(t))
+		for _, s := range pending.States {
+			fmt.Fprintf(tw, "%d\t", st.ByTool[t][s])
+		}
+		fmt.Fprintln(tw, "")
+	}
+	fmt.Fprint(tw, "all\t")
+	for _, s := range pending.States {
+		fmt.Fprintf(tw, "%d\t", st.ByState[s])
+	}
+	fmt.Fprintln(tw, "")
+	if err := tw.Flush(); err != nil {
+		return exitUnavailable
+	}
+	fmt.Fprintf(e.stdout, "\ncalls %d, attempts %d, timeouts %d, unknown outcomes %d, retries %d\n",
+		st.Calls, st.Attempts, st.Timeouts, st.Unknowns, st.Retries)
+	fmt.Fprintf(e.stdout, "dedupe hits %d, sessions started %d, recovered after crash %d, late results %d, conflicts %d\n",
+		st.DedupeHits, st.SessionsStarted, st.Recoveries, st.LateResults, st.Conflicts)
+	if r := st.TimeToResolve; r.Count > 0 {
+		fmt.Fprintf(e.stdout, "time to resolve an unknown: median %.0fs, p90 %.0fs, max %.0fs (%d calls)\n", r.Median, r.P90, r.Max, r.Count)
+	}
+	return exitOK
+}

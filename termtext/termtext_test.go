@@ -1,0 +1,45 @@
+package termtext
+
+import "testing"
+
+func TestStrip(t *testing.T) {
+	cases := []struct{ name, in, want string }{
+		{"plain", "create_order", "create_order"},
+		{"sgr colour", "\x1b[31mred\x1b[0m", "red"},
+		{"cursor moves", "a\x1b[2J\x1b[1;1Hb", "ab"},
+		{"osc title bel", "\x1b]0;pwned\x07tool", "tool"},
+		{"osc 52 clipboard st", "x\x1b]52;c;ZWNobyBoaQ==\x1b\\y", "xy"},
+		{"osc 8 hyperlink", "\x1b]8;;http://evil\x1b\\click\x1b]8;;\x1b\\", "click"},
+		{"dcs", "\x1bPq#0;2;0;0;0\x1b\\ok", "ok"},
+		{"8-bit csi", "a\u009b31mb", "ab"},
+		{"8-bit osc", "a\u009d0;t\u009cb", "ab"},
+		{"charset escape", "\x1b(Bok", "ok"},
+		{"c0 controls", "a\rb\bc\x00d\x07e", "abcde"},
+		{"keeps newline tab", "a\n\tb", "a\n\tb"},
+		{"unterminated osc", "ok\x1b]0;never ends", "ok"},
+		{"invalid utf8", "a\xffb", "a\uFFFDb"},
+		{"unicode kept", "Zürich — 東京", "Zürich — 東京"},
+	}
+	for _, c := range cases {
+		if got := Strip(c.in); got != c.want {
+			t.Errorf("%s: Strip(%q) = %q, want %q", c.name, c.in, got, c.want)
+		}
+	}
+}
+
+func TestLine(t *testing.T) {
+	if got := Line("a\nb\tc\x1b[1m"); got != "a b c" {
+		t.Fatalf("Line = %q", got)
+	}
+}
+
+func FuzzStripLeavesNoControls(f *testing.F) {
+	f.Add("\x1b]0;x\x07\x1b[1mhi")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, r := range Strip(s) {
+			if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+				t.Fatalf("Strip(%q) kept control %U", s, r)
+			}
+		}
+	})
+}
