@@ -52,6 +52,7 @@ type Journal struct {
 
 	recovered []int64 // calls turned unknown by recovery on open
 	version   versionConn
+	stmts     map[string]*sql.Stmt // writer goroutine only
 }
 
 // DefaultPath is the journal path when --db is not given (SPEC §4):
@@ -167,6 +168,9 @@ func (j *Journal) closeHandles() error {
 	var errs []error
 	if j.version.conn != nil {
 		errs = append(errs, j.version.conn.Close())
+	}
+	for _, st := range j.stmts {
+		errs = append(errs, st.Close())
 	}
 	if j.wconn != nil {
 		errs = append(errs, j.wconn.Close())

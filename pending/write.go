@@ -66,7 +66,7 @@ func (j *Journal) RecordIntent(ctx context.Context, in Intent) (Call, error) {
 		var other int64
 		var state State
 		var fp string
-		err := c.QueryRowContext(ctx, "SELECT id, state, fingerprint FROM calls WHERE server = ? AND tool = ? AND key = ?",
+		err := j.queryRow(ctx, c, "SELECT id, state, fingerprint FROM calls WHERE server = ? AND tool = ? AND key = ?",
 			in.Server, in.Tool, in.Key).Scan(&other, &state, &fp)
 		if err == nil {
 			return &KeyExistsError{CallID: other, State: state, Fingerprint: fp}
@@ -75,7 +75,7 @@ func (j *Journal) RecordIntent(ctx context.Context, in Intent) (Call, error) {
 			return err
 		}
 		if in.Hold {
-			err := c.QueryRowContext(ctx, `SELECT id FROM calls WHERE server = ? AND tool = ? AND fingerprint = ?
+			err := j.queryRow(ctx, c, `SELECT id FROM calls WHERE server = ? AND tool = ? AND fingerprint = ?
 				AND state IN ('in_flight', 'unknown') ORDER BY id LIMIT 1`, in.Server, in.Tool, in.Fingerprint).Scan(&other)
 			if err == nil {
 				return &HeldError{CallID: other}
@@ -84,7 +84,7 @@ func (j *Journal) RecordIntent(ctx context.Context, in Intent) (Call, error) {
 				return err
 			}
 		}
-		res, err := c.ExecContext(ctx, `INSERT INTO calls (server, server_alias, tool, kind, kind_source, key, args,
+		res, err := j.exec(ctx, c, `INSERT INTO calls (server, server_alias, tool, kind, kind_source, key, args,
 			fingerprint, state, owner, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'in_flight', ?, ?, ?)`,
 			in.Server, in.ServerAlias, in.Tool, in.Kind, in.KindSource, in.Key, string(in.Args), in.Fingerprint,
 			j.owner.id, ts, ts)
@@ -94,7 +94,7 @@ func (j *Journal) RecordIntent(ctx context.Context, in Intent) (Call, error) {
 		if id, err = res.LastInsertId(); err != nil {
 			return err
 		}
-		_, err = c.ExecContext(ctx, "INSERT INTO attempts (call_id, n, session, owner, sent_at) VALUES (?, 1, ?, ?, ?)",
+		_, err = j.exec(ctx, c, "INSERT INTO attempts (call_id, n, session, owner, sent_at) VALUES (?, 1, ?, ?, ?)",
 			id, in.Session, j.owner.id, ts)
 		return err
 	})
@@ -138,7 +138,7 @@ func (in Intent) validate() error {
 // informative only (ids restart with every session), so it commits lazily.
 func (j *Journal) RecordSent(ctx context.Context, callID int64, n int, rpcID string) error {
 	return j.write(ctx, lazy, func(ctx context.Context, c *sql.Conn) error {
-		_, err := c.ExecContext(ctx, "UPDATE attempts SET rpc_id = ? WHERE call_id = ? AND n = ?", rpcID, callID, n)
+		_, err := j.exec(ctx, c, "UPDATE attempts SET rpc_id = ? WHERE call_id = ? AND n = ?", rpcID, callID, n)
 		return err
 	})
 }
@@ -181,7 +181,7 @@ func (j *Journal) RecordOutcome(ctx context.Context, callID int64, n int, o Outc
 		var state State
 		var current int
 		var attemptOutcome string
-		err := c.QueryRowContext(ctx, `SELECT c.state, (SELECT max(n) FROM attempts WHERE call_id = c.id), a.outcome
+		err := j.queryRow(ctx, c, `SELECT c.state, (SELECT max(n) FROM attempts WHERE call_id = c.id), a.outcome
 			FROM calls c JOIN attempts a ON a.call_id = c.id AND a.n = ? WHERE c.id = ?`, n, callID).Scan(&state, &current, &attemptOutcome)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("call %d attempt %d: %w", callID, n, ErrNoSuchCall)
@@ -199,12 +199,12 @@ func (j *Journal) RecordOutcome(ctx context.Context, callID int64, n int, o Outc
 		if err != nil {
 			return err
 		}
-		if _, err := c.ExecContext(ctx, `UPDATE attempts SET outcome = ?, reason = ?, clock = ?, ended_at = ?,
+		if _, err := j.exec(ctx, c, `UPDATE attempts SET outcome = ?, reason = ?, clock = ?, ended_at = ?,
 			result = ?, error = ? WHERE call_id = ? AND n = ?`,
 			outcome, o.Reason, o.Clock, ts, nullJSON(o.Result), nullJSON(o.Error), callID, n); err != nil {
 			return err
 		}
-		_, err = c.ExecContext(ctx, "UPDATE calls SET state = ?, reason = ?, updated_at = ? WHERE id = ?", to, o.Reason, ts, callID)
+		_, err = j.exec(ctx, c, "UPDATE calls SET state = ?, reason = ?, updated_at = ? WHERE id = ?", to, o.Reason, ts, callID)
 		return err
 	})
 }
@@ -223,7 +223,7 @@ func (j *Journal) RecordLateResult(ctx context.Context, callID int64, n int, o O
 		var state State
 		var current int
 		var attemptOutcome string
-		err := c.QueryRowContext(ctx, `SELECT c.state, (SELECT max(n) FROM attempts WHERE call_id = c.id), a.outcome
+		err := j.queryRow(ctx, c, `SELECT c.state, (SELECT max(n) FROM attempts WHERE call_id = c.id), a.outcome
 			FROM calls c JOIN attempts a ON a.call_id = c.id AND a.n = ? WHERE c.id = ?`, n, callID).Scan(&state, &current, &attemptOutcome)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("call %d attempt %d: %w", callID, n, ErrNoSuchCall)
@@ -234,12 +234,12 @@ func (j *Journal) RecordLateResult(ctx context.Context, callID int64, n int, o O
 		if attemptOutcome != OutcomeUnknown {
 			return fmt.Errorf("call %d attempt %d is %s, not unknown: %w", callID, n, attemptOutcome, ErrAttemptEnded)
 		}
-		if _, err := c.ExecContext(ctx, `UPDATE attempts SET outcome = ?, late = 1, result = ?, error = ?
+		if _, err := j.exec(ctx, c, `UPDATE attempts SET outcome = ?, late = 1, result = ?, error = ?
 			WHERE call_id = ? AND n = ?`, outcome, nullJSON(o.Result), nullJSON(o.Error), callID, n); err != nil {
 			return err
 		}
 		detail := fmt.Sprintf("attempt %d answered %s after it ended unknown", n, outcome)
-		if _, err := c.ExecContext(ctx, "INSERT INTO events (at, kind, call_id, detail) VALUES (?, ?, ?, ?)",
+		if _, err := j.exec(ctx, c, "INSERT INTO events (at, kind, call_id, detail) VALUES (?, ?, ?, ?)",
 			ts, EventLateResult, callID, detail); err != nil {
 			return err
 		}
@@ -249,7 +249,7 @@ func (j *Journal) RecordLateResult(ctx context.Context, callID int64, n int, o O
 			if err != nil {
 				return err
 			}
-			_, err = c.ExecContext(ctx, "UPDATE calls SET state = ?, reason = ?, updated_at = ? WHERE id = ?",
+			_, err = j.exec(ctx, c, "UPDATE calls SET state = ?, reason = ?, updated_at = ? WHERE id = ?",
 				to, "late result of attempt "+fmt.Sprint(n), ts, callID)
 			return err
 		case state == StateInFlight:
@@ -259,11 +259,11 @@ func (j *Journal) RecordLateResult(ctx context.Context, callID int64, n int, o O
 		if note == "" {
 			return nil // the late answer agrees with where the call ended
 		}
-		if _, err := c.ExecContext(ctx, "UPDATE calls SET conflict = 1, conflict_note = ?, updated_at = ? WHERE id = ?",
+		if _, err := j.exec(ctx, c, "UPDATE calls SET conflict = 1, conflict_note = ?, updated_at = ? WHERE id = ?",
 			note, ts, callID); err != nil {
 			return err
 		}
-		_, err = c.ExecContext(ctx, "INSERT INTO events (at, kind, call_id, detail) VALUES (?, ?, ?, ?)",
+		_, err = j.exec(ctx, c, "INSERT INTO events (at, kind, call_id, detail) VALUES (?, ?, ?, ?)",
 			ts, EventConflict, callID, note)
 		return err
 	})
@@ -310,7 +310,7 @@ func (j *Journal) Retry(ctx context.Context, callID int64, in RetryInput) (Call,
 		var state State
 		var kind Kind
 		var src KindSource
-		err := c.QueryRowContext(ctx, "SELECT state, kind, kind_source FROM calls WHERE id = ?", callID).Scan(&state, &kind, &src)
+		err := j.queryRow(ctx, c, "SELECT state, kind, kind_source FROM calls WHERE id = ?", callID).Scan(&state, &kind, &src)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("call %d: %w", callID, ErrNoSuchCall)
 		}
@@ -324,18 +324,18 @@ func (j *Journal) Retry(ctx context.Context, callID int64, in RetryInput) (Call,
 		if in.Kind != "" {
 			kind, src = MoreCautious(kind, src, in.Kind, in.KindSource)
 		}
-		if err := c.QueryRowContext(ctx, "SELECT max(n) + 1 FROM attempts WHERE call_id = ?", callID).Scan(&n); err != nil {
+		if err := j.queryRow(ctx, c, "SELECT max(n) + 1 FROM attempts WHERE call_id = ?", callID).Scan(&n); err != nil {
 			return err
 		}
-		if _, err := c.ExecContext(ctx, "INSERT INTO attempts (call_id, n, session, owner, sent_at) VALUES (?, ?, ?, ?, ?)",
+		if _, err := j.exec(ctx, c, "INSERT INTO attempts (call_id, n, session, owner, sent_at) VALUES (?, ?, ?, ?, ?)",
 			callID, n, in.Session, j.owner.id, ts); err != nil {
 			return err
 		}
-		if _, err := c.ExecContext(ctx, `UPDATE calls SET state = ?, reason = '', owner = ?, kind = ?, kind_source = ?,
+		if _, err := j.exec(ctx, c, `UPDATE calls SET state = ?, reason = '', owner = ?, kind = ?, kind_source = ?,
 			updated_at = ? WHERE id = ?`, to, j.owner.id, kind, src, ts, callID); err != nil {
 			return err
 		}
-		_, err = c.ExecContext(ctx, `INSERT INTO decisions (call_id, action, operator, at, note, evidence, attempt)
+		_, err = j.exec(ctx, c, `INSERT INTO decisions (call_id, action, operator, at, note, evidence, attempt)
 			VALUES (?, 'retry', ?, ?, ?, ?, ?)`, callID, in.Operator, ts, in.Note, nullJSON(in.Evidence), n)
 		return err
 	})
@@ -380,7 +380,7 @@ func (j *Journal) Decide(ctx context.Context, callID int64, in DecisionInput) er
 	ts := formatTime(j.now())
 	return j.write(ctx, durable, func(ctx context.Context, c *sql.Conn) error {
 		var state State
-		err := c.QueryRowContext(ctx, "SELECT state FROM calls WHERE id = ?", callID).Scan(&state)
+		err := j.queryRow(ctx, c, "SELECT state FROM calls WHERE id = ?", callID).Scan(&state)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("call %d: %w", callID, ErrNoSuchCall)
 		}
@@ -392,16 +392,16 @@ func (j *Journal) Decide(ctx context.Context, callID int64, in DecisionInput) er
 			if err != nil {
 				return err
 			}
-			if _, err := c.ExecContext(ctx, "UPDATE calls SET state = ?, updated_at = ? WHERE id = ?", to, ts, callID); err != nil {
+			if _, err := j.exec(ctx, c, "UPDATE calls SET state = ?, updated_at = ? WHERE id = ?", to, ts, callID); err != nil {
 				return err
 			}
 		}
 		if in.Action == ActionQuery && in.Proposal != "" {
-			if _, err := c.ExecContext(ctx, "UPDATE calls SET proposal = ?, updated_at = ? WHERE id = ?", in.Proposal, ts, callID); err != nil {
+			if _, err := j.exec(ctx, c, "UPDATE calls SET proposal = ?, updated_at = ? WHERE id = ?", in.Proposal, ts, callID); err != nil {
 				return err
 			}
 		}
-		_, err = c.ExecContext(ctx, "INSERT INTO decisions (call_id, action, operator, at, note, evidence) VALUES (?, ?, ?, ?, ?, ?)",
+		_, err = j.exec(ctx, c, "INSERT INTO decisions (call_id, action, operator, at, note, evidence) VALUES (?, ?, ?, ?, ?, ?)",
 			callID, in.Action, in.Operator, ts, in.Note, nullJSON(in.Evidence))
 		return err
 	})
@@ -416,7 +416,7 @@ func (j *Journal) RecordEvent(ctx context.Context, kind string, callID int64, de
 		if callID != 0 {
 			id = callID
 		}
-		_, err := c.ExecContext(ctx, "INSERT INTO events (at, kind, call_id, detail) VALUES (?, ?, ?, ?)", ts, kind, id, detail)
+		_, err := j.exec(ctx, c, "INSERT INTO events (at, kind, call_id, detail) VALUES (?, ?, ?, ?)", ts, kind, id, detail)
 		return err
 	})
 }
