@@ -160,25 +160,21 @@ func (t *tap) finish(wc *wireCall, res *mcp.CallToolResult, err error, parent, c
 
 	switch {
 	case err == nil:
+		// ResultJSON is filled in below, outside the lock the read loop needs.
 		out.Kind, out.Result = OutcomeResult, res
-		if resp != nil && resp.result != nil {
-			out.ResultJSON = resp.result
-		} else if b, merr := json.Marshal(res); merr == nil {
-			out.ResultJSON = b
-		}
 	case last == nil:
 		// Not one byte of any request for this call reached the pipe.
 		out.Kind, out.Err = OutcomeNotSent, err
 	case resp != nil && resp.rpcErr != nil && !resp.afterCancel:
 		// The server answered with an error before any cancel of ours.
 		out.Kind, out.RPCError, out.Err = OutcomeRPCError, resp.rpcErr, resp.rpcErr
-	case resp != nil && resp.result != nil && isTransport:
+	case isTransport && resp.resultJSON() != nil:
 		// The answer came in while mcp-go was giving up on it (the clock
 		// fired, or the pipe closed right after the last line): an answer is
 		// an answer.
-		raw := json.RawMessage(resp.result)
+		raw := resp.resultJSON()
 		if r, perr := mcp.ParseCallToolResult(&raw); perr == nil {
-			out.Kind, out.Result, out.ResultJSON = OutcomeResult, r, resp.result
+			out.Kind, out.Result, out.ResultJSON = OutcomeResult, r, raw
 			break
 		}
 		fallthrough
@@ -209,6 +205,13 @@ func (t *tap) finish(wc *wireCall, res *mcp.CallToolResult, err error, parent, c
 	}
 	t.tracked.Store(int32(len(t.byID)))
 	t.mu.Unlock()
+	if out.Kind == OutcomeResult && out.ResultJSON == nil {
+		if raw := resp.resultJSON(); raw != nil {
+			out.ResultJSON = raw
+		} else if b, merr := json.Marshal(out.Result); merr == nil {
+			out.ResultJSON = b
+		}
+	}
 	return out
 }
 

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -86,6 +87,7 @@ type Client struct {
 	n        int  // number of the last session that completed its handshake
 	starting bool // a session is being spawned
 	everRan  bool
+	tried    bool // a start was attempted
 	closed   bool
 	sessions map[*session]struct{} // not yet reaped
 }
@@ -132,7 +134,7 @@ func (c *Client) session(ctx context.Context) (*session, error) {
 
 	c.mu.Lock()
 	n := c.n + 1
-	c.starting = true
+	c.starting, c.tried = true, true
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
@@ -141,7 +143,7 @@ func (c *Client) session(ctx context.Context) (*session, error) {
 	}()
 
 	c.opts.Logger.Debug("starting mcp server", "session", n, "command", c.spec.Command)
-	s, err := spawn(c.spec, n, &c.opts)
+	s, err := spawn(c.spec, n, c.tokenPrefix, &c.opts)
 	if err != nil {
 		return nil, &StartError{Server: c.label, Session: n, Err: err}
 	}
@@ -167,7 +169,15 @@ func (c *Client) session(ctx context.Context) (*session, error) {
 		if c.isClosed() {
 			return nil, ErrClosed
 		}
-		return nil, s.startError(c.label, fmt.Errorf("handshake: %w", err))
+		switch {
+		case errors.Is(err, transport.ErrTransportClosed), !s.alive() && ctx.Err() == nil:
+			err = fmt.Errorf("the connection closed during the handshake: %w", err)
+		case errors.Is(err, context.DeadlineExceeded):
+			err = fmt.Errorf("no answer to the handshake in time (start timeout %s): %w", c.opts.StartTimeout, err)
+		default:
+			err = fmt.Errorf("handshake: %w", err)
+		}
+		return nil, s.startError(c.label, err)
 	}
 	c.mu.Lock()
 	c.cur, c.n, c.everRan = s, n, true
@@ -253,12 +263,10 @@ func (c *Client) State() SessionState {
 		return StateStarting
 	case c.cur != nil && c.cur.alive():
 		return StateRunning
-	case c.cur != nil || c.everRan:
+	case c.tried:
 		return StateExited
-	case c.n == 0 && len(c.sessions) == 0:
-		return StateNew
 	}
-	return StateExited
+	return StateNew
 }
 
 // Stderr returns the last stderr lines of the current (or last) session.

@@ -79,9 +79,11 @@ func started(t *testing.T, spec mcpclient.ServerSpec, opts mcpclient.Options) *m
 	t.Helper()
 	c := mcpclient.New(spec, opts)
 	t.Cleanup(func() {
+		begin := time.Now()
 		if err := c.Close(); err != nil {
 			t.Errorf("close: %v", err)
 		}
+		t.Logf("close took %v", time.Since(begin))
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

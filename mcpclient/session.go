@@ -61,7 +61,7 @@ type session struct {
 }
 
 // spawn starts the child process; the handshake is separate.
-func spawn(spec ServerSpec, n int, opts *Options) (*session, error) {
+func spawn(spec ServerSpec, n int, tokenPrefix string, opts *Options) (*session, error) {
 	if spec.Command == "" {
 		return nil, errors.New("no server command")
 	}
@@ -109,7 +109,7 @@ func spawn(spec ServerSpec, n int, opts *Options) (*session, error) {
 		done:       make(chan struct{}),
 	}
 	s.goneCtx, s.goneStop = context.WithCancel(context.Background())
-	s.tap = newTap(n, s.late)
+	s.tap = newTap(n, tokenPrefix, s.late)
 
 	go func() {
 		s.exitErr = cmd.Wait()

@@ -48,10 +48,37 @@ type wireReq struct {
 }
 
 type wireResp struct {
-	result      json.RawMessage
+	line        []byte          // the whole response line (a copy)
+	result      json.RawMessage // within line, or decoded; nil for an error
+	checked     bool            // result is known to be one valid JSON value
 	rpcErr      *RPCError
 	afterCancel bool
 	at          time.Time
+}
+
+// resultJSON returns the result, validated. The read loop only sliced it out
+// of mcp-go's fixed layout; if the slice is not one JSON value (a layout with
+// fields after "result"), the line is decoded in full. Safe on a nil
+// receiver. Called by one goroutine at a time: the caller's at finish, or the
+// late queue's after the call ended.
+func (r *wireResp) resultJSON() json.RawMessage {
+	if r == nil || r.result == nil {
+		return nil
+	}
+	if r.checked {
+		return r.result
+	}
+	if !json.Valid(r.result) {
+		var full struct {
+			Result json.RawMessage `json:"result"`
+		}
+		if json.Unmarshal(r.line, &full) != nil {
+			return nil
+		}
+		r.result = full.Result
+	}
+	r.checked = true
+	return r.result
 }
 
 func (c *wireCall) firstSent() time.Time {
@@ -73,8 +100,9 @@ func (c *wireCall) lastWritten() *wireReq {
 }
 
 type tap struct {
-	session int
-	late    *lateQueue
+	session   int
+	late      *lateQueue
+	tokenMark []byte // `"progressToken":"` + this client's token prefix
 
 	mu      sync.Mutex
 	byToken map[string]*wireCall // calls still running
@@ -88,12 +116,13 @@ type tap struct {
 	firstNonJSON atomic.Pointer[string]
 }
 
-func newTap(session int, late *lateQueue) *tap {
+func newTap(session int, tokenPrefix string, late *lateQueue) *tap {
 	return &tap{
-		session: session,
-		late:    late,
-		byToken: map[string]*wireCall{},
-		byID:    map[string]*wireReq{},
+		session:   session,
+		late:      late,
+		tokenMark: append(append([]byte(nil), fastToken...), tokenPrefix...),
+		byToken:   map[string]*wireCall{},
+		byID:      map[string]*wireReq{},
 	}
 }
 
@@ -128,7 +157,79 @@ var (
 	markToolsCall = []byte(`"tools/call"`)
 	markCancelled = []byte(`"notifications/cancelled"`)
 	markID        = []byte(`"id"`)
+	// mcp-go marshals every message with these fields first, in this order.
+	fastRequest  = []byte(`{"jsonrpc":"2.0","id":`)
+	fastMethod   = []byte(`,"method":"`)
+	fastResult   = []byte(`,"result":`)
+	fastToken    = []byte(`"progressToken":"`)
+	fastNotifRPC = []byte(`{"jsonrpc":"2.0","method":`)
 )
+
+// parseToolsCall returns the id and progress token of an outgoing tools/call
+// line. The fast path reads mcp-go's fixed layout without decoding JSON (a
+// request carries the arguments, which may be large); anything else is
+// decoded in full.
+func (t *tap) parseToolsCall(p []byte) (id, token string, ok bool) {
+	if rest, found := bytes.CutPrefix(p, fastRequest); found {
+		if i := bytes.Index(rest, fastMethod); i > 0 && bytes.HasPrefix(rest[i+len(fastMethod):], []byte(`tools/call"`)) {
+			// Our tokens carry a random prefix, so an argument that happens
+			// to be named progressToken is not mistaken for ours, whatever
+			// the key order (mcp-go writes _meta first on 2026-07-28
+			// connections and last on legacy ones).
+			if j := bytes.Index(rest, t.tokenMark); j >= 0 {
+				v := rest[j+len(fastToken):]
+				if k := bytes.IndexByte(v, '"'); k > 0 {
+					return string(rest[:i]), string(v[:k]), true
+				}
+			}
+		}
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Meta struct {
+				ProgressToken any `json:"progressToken"`
+			} `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(p, &m) != nil || m.Method != string(mcp.MethodToolsCall) || len(m.ID) == 0 {
+		return "", "", false
+	}
+	tok, _ := m.Params.Meta.ProgressToken.(string)
+	return string(bytes.TrimSpace(m.ID)), tok, true
+}
+
+// parseResponse returns the id of an incoming response and, on the fast path
+// (mcp-go's layout), its raw result. ok is false for anything that is not a
+// response. With ok and neither result nor error, the caller decodes in full.
+func parseResponse(line []byte) (id string, result json.RawMessage, ok bool) {
+	if bytes.HasPrefix(line, fastNotifRPC) {
+		return "", nil, false // a notification or a request from the server
+	}
+	if rest, found := bytes.CutPrefix(line, fastRequest); found {
+		if i := bytes.IndexByte(rest, ','); i > 0 {
+			after := rest[i:]
+			if bytes.HasPrefix(after, fastResult) && after[len(after)-1] == '}' {
+				return string(rest[:i]), after[len(fastResult) : len(after)-1], true
+			}
+			if !bytes.HasPrefix(after, fastMethod) {
+				return string(rest[:i]), nil, true
+			}
+		}
+	}
+	if !bytes.Contains(line, markID) {
+		return "", nil, false
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(line, &m) != nil || m.Method != "" || len(m.ID) == 0 {
+		return "", nil, false
+	}
+	return string(bytes.TrimSpace(m.ID)), nil, true
+}
 
 // outgoing is called with one complete line before it is written. It returns
 // an undo for when the write fails without a byte written, and a commit for
@@ -136,20 +237,10 @@ var (
 func (t *tap) outgoing(p []byte) (undo, commit func()) {
 	switch {
 	case bytes.Contains(p, markToolsCall):
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
-				Meta struct {
-					ProgressToken any `json:"progressToken"`
-				} `json:"_meta"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(p, &m) != nil || m.Method != string(mcp.MethodToolsCall) || len(m.ID) == 0 {
+		id, tok, ok := t.parseToolsCall(p)
+		if !ok {
 			return nil, nil
 		}
-		tok, _ := m.Params.Meta.ProgressToken.(string)
-		id := string(bytes.TrimSpace(m.ID))
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		c := t.byToken[tok]
@@ -221,23 +312,13 @@ func (t *tap) incoming(line []byte) {
 		t.noteNonJSON(line)
 		return
 	}
-	if t.tracked.Load() == 0 || !bytes.Contains(line, markID) {
+	if t.tracked.Load() == 0 {
 		return
 	}
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Result json.RawMessage `json:"result"`
-		Error  *RPCError       `json:"error"`
-	}
-	if err := json.Unmarshal(line, &m); err != nil {
-		t.noteNonJSON(line)
+	id, result, ok := parseResponse(line)
+	if !ok {
 		return
 	}
-	if m.Method != "" || len(m.ID) == 0 || (m.Result == nil && m.Error == nil) {
-		return
-	}
-	id := string(bytes.TrimSpace(m.ID))
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r := t.byID[id]
@@ -247,10 +328,24 @@ func (t *tap) incoming(line []byte) {
 	// Once the session is gone every running call has been cancelled, and
 	// its stdin is about to close, which mcp-go servers treat as a cancel of
 	// everything in flight: an error from then on answers a cancel.
-	r.resp = &wireResp{afterCancel: r.cancelSent || t.gone, at: time.Now(), rpcErr: m.Error}
-	if m.Error == nil {
-		r.resp.result = bytes.Clone(m.Result)
+	resp := &wireResp{afterCancel: r.cancelSent || t.gone, at: time.Now(), line: bytes.Clone(line)}
+	if result != nil {
+		// Sliced out of mcp-go's layout; validated off the read loop, by
+		// wireResp.resultJSON.
+		off := len(line) - len(result) - 1
+		resp.result = resp.line[off : off+len(result)]
+	} else {
+		// Another layout, or an error object: decode in full. Rare.
+		var full struct {
+			Result json.RawMessage `json:"result"`
+			Error  *RPCError       `json:"error"`
+		}
+		if json.Unmarshal(line, &full) != nil || (full.Result == nil && full.Error == nil) {
+			return
+		}
+		resp.result, resp.rpcErr, resp.checked = full.Result, full.Error, true
 	}
+	r.resp = resp
 	if r.call.ended {
 		// The call already returned to its caller: this is a late answer.
 		delete(t.byID, id)
@@ -536,9 +631,9 @@ func (it lateItem) result() LateResult {
 		Key: it.key, Tool: it.tool, Session: it.session, RPCID: it.rpcID,
 		RPCError: it.resp.rpcErr, AfterCancel: it.resp.afterCancel, At: it.resp.at,
 	}
-	if it.resp.result != nil {
-		lr.ResultJSON = it.resp.result
-		raw := json.RawMessage(it.resp.result)
+	if res := it.resp.resultJSON(); res != nil {
+		lr.ResultJSON = res
+		raw := res
 		if res, err := mcp.ParseCallToolResult(&raw); err == nil {
 			lr.Result = res
 		}
