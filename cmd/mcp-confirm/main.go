@@ -45,6 +45,12 @@ type env struct {
 
 func commands() map[string]command {
 	return map[string]command{
+		"call":        {"one guarded call: call TOOL --args JSON", runCall},
+		"query":       {"run the query for a call and store the evidence", runQuery},
+		"retry":       {"resend a call with the same key", runRetry},
+		"abandon":     {"give up on a call (--note)", runAbandon},
+		"mark":        {"mark ID applied: it took effect (--note)", runMark},
+		"note":        {"add a note to a call", runNote},
 		"list":        {"list calls, newest first", runList},
 		"show":        {"one call with its attempts and decisions", runShow},
 		"export":      {"every call, attempt and decision as jsonl or csv", runExport},

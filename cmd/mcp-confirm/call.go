@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/mcp-confirm/mcp-confirm/guard"
+)
+
+func runCall(ctx context.Context, e *env, args []string) int {
+	var g globalOpts
+	fs := newFlagSet("call", &g)
+	argsJSON := fs.String("args", "", "the tool's arguments as a JSON object, or - to read them from stdin")
+	argsFile := fs.String("args-file", "", "read the arguments (a JSON object) from this file")
+	key := fs.String("key", "", "your own idempotency key (16-255 printable characters, no spaces)")
+	isNew := fs.Bool("new", false, "a deliberately new operation: send even if an identical call is in flight or unknown")
+	pos, ok := parseFlags(fs, args, e)
+	if !ok {
+		return exitBadInput
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(e.stderr, "mcp-confirm call: give exactly one tool name (got %d)\nExample: mcp-confirm call create_order --args '{\"item\":\"widget\"}'\n", len(pos))
+		return exitBadInput
+	}
+	callArgs, err := readArgs(e, *argsJSON, *argsFile)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "mcp-confirm call: %v\nGive the arguments as one JSON object; nothing was sent.\n", err)
+		return exitBadInput
+	}
+	if *key != "" {
+		if err := guard.ValidateKey(*key); err != nil {
+			fmt.Fprintf(e.stderr, "mcp-confirm call: --key: %v\nNothing was sent.\n", err)
+			return exitBadInput
+		}
+	}
+	en, code := openEngine(ctx, e, &g, "call")
+	if en == nil {
+		return code
+	}
+	defer en.close()
+	res, err := en.guard.Call(ctx, guard.Request{Tool: pos[0], Args: callArgs, Key: *key, New: *isNew})
+	if err == nil || res.Call.ID != 0 {
+		printResult(e, res)
+	}
+	return exitFor(e, "call", res, err)
+}
+
+// readArgs reads --args JSON, --args - (stdin) or --args-file F: one JSON
+// object, nothing else.
+func readArgs(e *env, inline, file string) (map[string]any, error) {
+	var data []byte
+	switch {
+	case inline != "" && file != "":
+		return nil, fmt.Errorf("give --args or --args-file, not both")
+	case inline == "-":
+		b, err := io.ReadAll(io.LimitReader(e.stdin, 16<<20))
+		if err != nil {
+			return nil, fmt.Errorf("read arguments from stdin: %v", err)
+		}
+		data = b
+	case inline != "":
+		data = []byte(inline)
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("--args-file: %v", err)
+		}
+		data = b
+	default:
+		return map[string]any{}, nil
+	}
+	obj, err := guard.DecodeObject(data)
+	if err != nil {
+		return nil, fmt.Errorf("--args: %v", err)
+	}
+	return obj, nil
+}
+
+// callOutput is what call, retry and query print (SPEC §4).
+type callOutput struct {
+	ID       int64           `json:"id,omitempty"`
+	State    string          `json:"state"`
+	Reason   string          `json:"reason,omitempty"`
+	Key      string          `json:"key,omitempty"`
+	Result   json.RawMessage `json:"result,omitempty"`
+	Error    json.RawMessage `json:"error,omitempty"`
+	Replayed bool            `json:"replayed,omitempty"`
+}
+
+func printResult(e *env, res guard.Result) {
+	out := callOutput{ID: res.Call.ID, State: string(res.State), Reason: res.Call.Reason, Key: res.Key,
+		Result: res.Result, Error: res.Error, Replayed: res.Replayed}
+	b, _ := json.Marshal(out)
+	fmt.Fprintf(e.stdout, "%s\n", b)
+}

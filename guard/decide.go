@@ -1,0 +1,352 @@
+package guard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/mcp-confirm/mcp-confirm/mcpclient"
+	"github.com/mcp-confirm/mcp-confirm/pending"
+)
+
+// RetryOptions tune an operator's retry.
+type RetryOptions struct {
+	Note string
+	// AnyServer sends even when the server's name differs from the one the
+	// call was made on; the override is recorded with the decision.
+	AnyServer bool
+	// Redacted supplies the values of redacted arguments, which the journal
+	// never stored; their fingerprint must match the original call's.
+	Redacted   map[string]any
+	OnProgress func(mcpclient.Progress)
+}
+
+// Retry resends a failed or unknown write with its own key, as a new
+// attempt. The decision and the attempt are durable before anything is
+// sent. This is the only way a write is ever sent a second time.
+func (g *Guard) Retry(ctx context.Context, id int64, o RetryOptions) (Result, error) {
+	c, err := g.j.Get(ctx, id)
+	if err != nil {
+		return Result{}, journalErr(err)
+	}
+	if c.State != pending.StateUnknown && c.State != pending.StateFailed {
+		return Result{Call: c, State: c.State, Key: c.Key}, fmt.Errorf("%w: call %d is %s; only unknown or failed calls can be retried", ErrNotAllowed, id, c.State)
+	}
+	if c.Kind == pending.KindRead {
+		return Result{}, fmt.Errorf("%w: call %d is a read", ErrNotAllowed, id)
+	}
+	tool, err := g.Tool(ctx, c.Tool)
+	if err != nil {
+		return Result{}, err
+	}
+	evidence, err := g.checkServer(c, o.AnyServer)
+	if err != nil {
+		return Result{Call: c, State: c.State, Key: c.Key}, err
+	}
+	keyArg := KeyArg(tool, g.opts.Policy.tool(tool.Name).KeyArg)
+	args, err := restoreArgs(c, keyArg, o.Redacted)
+	if err != nil {
+		return Result{Call: c, State: c.State, Key: c.Key}, err
+	}
+	kind, src := g.Classify(tool)
+	call, attempt, err := g.j.Retry(ctx, id, pending.RetryInput{
+		Operator: g.opts.Operator, Note: o.Note, Evidence: evidence, Session: g.srv.Session(), Kind: kind, KindSource: src,
+	})
+	if err != nil {
+		return Result{}, journalErr(err)
+	}
+	return g.send(ctx, call, attempt.N, tool, keyArg, args, o.OnProgress)
+}
+
+// checkServer refuses a call made on another server unless overridden;
+// the override becomes the decision's evidence.
+func (g *Guard) checkServer(c pending.Call, anyServer bool) (json.RawMessage, error) {
+	now := serverName(g.srv.ServerInfo())
+	if now == c.Server {
+		return nil, nil
+	}
+	if !anyServer {
+		return nil, &ServerMismatchError{CallID: c.ID, Recorded: c.Server, Now: now}
+	}
+	return json.Marshal(map[string]any{"any_server": true, "recorded_server": c.Server, "server": now})
+}
+
+// restoreArgs rebuilds the arguments of a journaled call: the stored
+// object, the operator's values for redacted fields (checked against the
+// fingerprint), and nothing else. The key argument is added by the session.
+func restoreArgs(c pending.Call, keyArg string, redacted map[string]any) (map[string]any, error) {
+	args, err := decodeObject(c.Args)
+	if err != nil {
+		return nil, fmt.Errorf("%w: call %d has unreadable arguments: %v", ErrUnavailable, c.ID, err)
+	}
+	var missing []string
+	for k, v := range args {
+		if s, ok := v.(string); ok && s == Redacted {
+			val, ok := redacted[k]
+			if !ok {
+				missing = append(missing, k)
+				continue
+			}
+			args[k] = val
+		}
+	}
+	if len(missing) > 0 {
+		return nil, badInput("call %d has redacted arguments (%s) that the journal never stored; give their values with --args", c.ID, strings.Join(missing, ", "))
+	}
+	if Fingerprint(args, keyArg) != c.Fingerprint {
+		return nil, badInput("the arguments rebuilt for call %d do not match its fingerprint; check the redacted values", c.ID)
+	}
+	return args, nil
+}
+
+// QueryOptions pick the read tool a query runs.
+type QueryOptions struct {
+	Tool string         // empty: the policy's query_tool for the call's tool
+	Args map[string]any // with Tool: its arguments ({key} and {arg.NAME} expanded)
+	Note string
+}
+
+// Query runs a read tool to learn what became of a call, and stores its
+// result as evidence with a proposed resolution. It never changes the
+// call's state and never sends the write itself.
+func (g *Guard) Query(ctx context.Context, id int64, o QueryOptions) (Result, error) {
+	c, err := g.j.Get(ctx, id)
+	if err != nil {
+		return Result{}, journalErr(err)
+	}
+	return g.query(ctx, c, o, g.opts.Operator)
+}
+
+func (g *Guard) query(ctx context.Context, c pending.Call, o QueryOptions, operator string) (Result, error) {
+	tp := g.opts.Policy.tool(c.Tool)
+	toolName, template := o.Tool, o.Args
+	if toolName == "" {
+		toolName, template = tp.QueryTool, tp.QueryArgs
+	}
+	if toolName == "" {
+		return Result{}, badInput("no query is configured for %s; give one with --tool T --args JSON, or set query_tool in the policy", c.Tool)
+	}
+	tool, err := g.Tool(ctx, toolName) // starts the session, so the server's name is known
+	if err != nil {
+		return Result{}, err
+	}
+	if _, err := g.checkServer(c, false); err != nil {
+		return Result{}, err
+	}
+	if kind, _ := g.Classify(tool); kind != pending.KindRead {
+		return Result{}, badInput("%s is classed as a write; a query must be a read tool (set kind = \"read\" in the policy if it is one)", toolName)
+	}
+	args, err := expandQueryArgs(template, c)
+	if err != nil {
+		return Result{}, err
+	}
+	res, err := g.read(ctx, tool.Name, args, nil)
+	if err != nil {
+		return res, err
+	}
+	proposal := proposalFrom(res)
+	evidence, _ := json.Marshal(map[string]any{"tool": tool.Name, "args": args, "result": res.Result, "error": res.Error})
+	if err := g.j.Decide(context.WithoutCancel(ctx), c.ID, pending.DecisionInput{
+		Action: pending.ActionQuery, Operator: operator, Note: o.Note, Evidence: evidence, Proposal: proposal,
+	}); err != nil {
+		return Result{}, journalErr(err)
+	}
+	res.Call, _ = g.j.Get(ctx, c.ID)
+	res.Key = c.Key
+	return res, nil
+}
+
+// Proposals a query can make. They are shown; only auto_resolve acts on
+// "applied", and nothing ever acts on "not found" (that would be a resend).
+const (
+	ProposalApplied  = "applied: the query found it"
+	ProposalNotFound = "not found: the query found nothing"
+)
+
+// proposalFrom reads a query result: any non-empty list or object in its
+// structured content is a match; only empty ones are "not found"; an error
+// or an unstructured answer proposes nothing.
+func proposalFrom(r Result) string {
+	if r.State != pending.StateSucceeded || len(r.Result) == 0 {
+		return ""
+	}
+	var v struct {
+		StructuredContent any `json:"structuredContent"`
+	}
+	if json.Unmarshal(r.Result, &v) != nil || v.StructuredContent == nil {
+		return ""
+	}
+	if found(v.StructuredContent) {
+		return ProposalApplied
+	}
+	return ProposalNotFound
+}
+
+func found(v any) bool {
+	switch x := v.(type) {
+	case []any:
+		return len(x) > 0
+	case map[string]any:
+		for _, e := range x {
+			switch e.(type) {
+			case []any, map[string]any:
+				if found(e) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+var placeholder = regexp.MustCompile(`\{(key|arg\.[A-Za-z0-9_.-]+)\}`)
+
+// expandQueryArgs fills {key} and {arg.NAME} in a query template. A value
+// that is exactly one placeholder keeps the argument's JSON type.
+func expandQueryArgs(template map[string]any, c pending.Call) (map[string]any, error) {
+	var args map[string]any
+	_ = json.Unmarshal(c.Args, &args)
+	var missing []string
+	lookup := func(name string) (any, bool) {
+		if name == "key" {
+			return c.Key, true
+		}
+		v, ok := args[strings.TrimPrefix(name, "arg.")]
+		if s, _ := v.(string); s == Redacted {
+			return nil, false
+		}
+		return v, ok
+	}
+	var expand func(v any) any
+	expand = func(v any) any {
+		switch x := v.(type) {
+		case string:
+			if m := placeholder.FindStringSubmatch(x); m != nil && m[0] == x {
+				val, ok := lookup(m[1])
+				if !ok {
+					missing = append(missing, m[1])
+				}
+				return val
+			}
+			return placeholder.ReplaceAllStringFunc(x, func(p string) string {
+				val, ok := lookup(p[1 : len(p)-1])
+				if !ok {
+					missing = append(missing, p)
+				}
+				return fmt.Sprint(val)
+			})
+		case map[string]any:
+			out := make(map[string]any, len(x))
+			for k, e := range x {
+				out[k] = expand(e)
+			}
+			return out
+		case []any:
+			out := make([]any, len(x))
+			for i, e := range x {
+				out[i] = expand(e)
+			}
+			return out
+		}
+		return v
+	}
+	out, _ := expand(template).(map[string]any)
+	if out == nil {
+		out = map[string]any{}
+	}
+	if len(missing) > 0 {
+		return nil, badInput("the query for call %d needs %s, which the call does not have (or is redacted)", c.ID, strings.Join(missing, ", "))
+	}
+	return out, nil
+}
+
+// autoQuery runs the configured query once when a write becomes unknown.
+// It is a read, so it is safe; its failure is logged, not fatal. With
+// auto_resolve and a definite match, the call is marked applied.
+func (g *Guard) autoQuery(ctx context.Context, c pending.Call) {
+	tp := g.opts.Policy.tool(c.Tool)
+	if tp.QueryTool == "" {
+		return
+	}
+	res, err := g.query(ctx, c, QueryOptions{}, "mcp-confirm (automatic query)")
+	if err != nil {
+		g.log.Warn("automatic query failed", "call", c.ID, "err", err)
+		return
+	}
+	if tp.AutoResolve && proposalFrom(res) == ProposalApplied {
+		err := g.j.Decide(ctx, c.ID, pending.DecisionInput{
+			Action: pending.ActionMark, Operator: "mcp-confirm (auto_resolve)",
+			Note: "the automatic query found the operation applied", Evidence: res.Result,
+		})
+		if err != nil && !errors.Is(err, pending.ErrIllegalTransition) {
+			g.log.Warn("auto_resolve failed", "call", c.ID, "err", err)
+		}
+	}
+}
+
+// Abandon records that the operator gave up on an unknown call.
+func (g *Guard) Abandon(ctx context.Context, id int64, note string) error {
+	return journalErr(g.j.Decide(ctx, id, pending.DecisionInput{Action: pending.ActionAbandon, Operator: g.opts.Operator, Note: note}))
+}
+
+// MarkApplied records that the operator confirmed the call took effect.
+func (g *Guard) MarkApplied(ctx context.Context, id int64, note string) error {
+	return journalErr(g.j.Decide(ctx, id, pending.DecisionInput{Action: pending.ActionMark, Operator: g.opts.Operator, Note: note}))
+}
+
+// Note appends an operator's note to a call in any state.
+func (g *Guard) Note(ctx context.Context, id int64, note string) error {
+	if strings.TrimSpace(note) == "" {
+		return badInput("the note is empty")
+	}
+	return journalErr(g.j.Decide(ctx, id, pending.DecisionInput{Action: pending.ActionNote, Operator: g.opts.Operator, Note: note}))
+}
+
+// HandleLateResult records an answer that arrived after its attempt ended
+// unknown (wire it to mcpclient.Options.OnLateResult). It never sends.
+func (g *Guard) HandleLateResult(lr mcpclient.LateResult) {
+	ctx := context.Background()
+	c, err := g.j.FindByKey(ctx, serverName(g.srv.ServerInfo()), lr.Tool, lr.Key)
+	if err != nil {
+		g.log.Warn("late result for an unknown key", "tool", lr.Tool, "err", err)
+		return
+	}
+	n := 0
+	for _, a := range c.Attempts {
+		if a.Session == lr.Session && a.Outcome == pending.OutcomeUnknown {
+			n = a.N // the latest unknown attempt on that session
+		}
+	}
+	if n == 0 {
+		g.log.Warn("late result matches no unknown attempt", "call", c.ID, "session", lr.Session)
+		return
+	}
+	var o pending.Outcome
+	switch {
+	case lr.RPCError != nil && lr.AfterCancel:
+		// The answer to a cancel, not to the work: evidence only.
+		detail, _ := json.Marshal(map[string]any{"attempt": n, "error": lr.RPCError, "after_cancel": true})
+		_ = g.j.RecordEvent(ctx, pending.EventLateResult, c.ID, string(detail))
+		return
+	case lr.RPCError != nil:
+		e, _ := json.Marshal(lr.RPCError)
+		o = pending.Outcome{Event: pending.EventFailed, Error: e}
+	default:
+		sig := readSignals(lr.ResultJSON)
+		switch {
+		case sig.inProgress:
+			_ = g.j.RecordEvent(ctx, pending.EventLateResult, c.ID, "late answer: server reports in progress")
+			return
+		case sig.isError:
+			o = pending.Outcome{Event: pending.EventFailed, Result: lr.ResultJSON}
+		default:
+			o = pending.Outcome{Event: pending.EventSucceeded, Result: lr.ResultJSON}
+		}
+	}
+	if err := g.j.RecordLateResult(ctx, c.ID, n, o); err != nil {
+		g.log.Warn("record late result", "call", c.ID, "err", err)
+	}
+}

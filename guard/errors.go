@@ -1,0 +1,95 @@
+package guard
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mcp-confirm/mcp-confirm/pending"
+)
+
+// Error classes the front-ends turn into exit codes and messages. Every
+// error the guard returns wraps exactly one of them.
+var (
+	// ErrBadInput: the request is wrong; nothing was written or sent.
+	ErrBadInput = errors.New("bad input")
+	// ErrUnavailable: the server or the journal could not be used; nothing
+	// was sent.
+	ErrUnavailable = errors.New("unavailable")
+	// ErrHeld: an identical call is in flight or unknown; nothing was sent.
+	ErrHeld = errors.New("held")
+	// ErrNotAllowed: the decision is not allowed from the call's state.
+	ErrNotAllowed = errors.New("not allowed")
+)
+
+// HeldError names the call that holds a new identical one back.
+type HeldError struct {
+	CallID int64
+	State  pending.State
+	Reason string
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("an identical call (%d) is %s; nothing was sent", e.CallID, e.State)
+}
+func (e *HeldError) Unwrap() error { return ErrHeld }
+
+// KeyReuseError: a caller's key already names a call with other arguments.
+type KeyReuseError struct {
+	CallID int64
+	Fields []string // top-level arguments that differ; empty if only redacted ones do
+}
+
+func (e *KeyReuseError) Error() string {
+	what := "redacted arguments"
+	if len(e.Fields) > 0 {
+		what = strings.Join(e.Fields, ", ")
+	}
+	return fmt.Sprintf("key already used by call %d with different arguments (%s)", e.CallID, what)
+}
+func (e *KeyReuseError) Unwrap() error { return ErrBadInput }
+
+// KeyPendingError: a caller's key names a call that is still in flight or
+// unknown; sending it again is a retry, which an operator decides.
+type KeyPendingError struct {
+	CallID int64
+	State  pending.State
+}
+
+func (e *KeyPendingError) Error() string {
+	return fmt.Sprintf("key already used by call %d, which is %s; nothing was sent", e.CallID, e.State)
+}
+func (e *KeyPendingError) Unwrap() error { return ErrHeld }
+
+// ServerMismatchError: query or retry would go to a server other than the
+// one the call was made on.
+type ServerMismatchError struct {
+	CallID        int64
+	Recorded, Now string
+}
+
+func (e *ServerMismatchError) Error() string {
+	return fmt.Sprintf("call %d was made on server %q, but this server is %q; nothing was sent", e.CallID, e.Recorded, e.Now)
+}
+func (e *ServerMismatchError) Unwrap() error { return ErrNotAllowed }
+
+func badInput(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadInput, fmt.Sprintf(format, args...))
+}
+
+func unavailable(err error) error {
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// notAllowed turns the journal's refusals into ErrNotAllowed.
+func journalErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, pending.ErrIllegalTransition):
+		return fmt.Errorf("%w: %w", ErrNotAllowed, err)
+	case errors.Is(err, pending.ErrNoSuchCall):
+		return fmt.Errorf("%w: %w", ErrBadInput, err)
+	}
+	return unavailable(fmt.Errorf("journal: %w", err))
+}

@@ -1,0 +1,437 @@
+// Package guard is the one place that decides whether anything is sent to
+// an MCP server. A write call is a durable record first and a message
+// second: intent (key, arguments, fingerprint) committed with a full fsync,
+// then one attempt sent, then its outcome recorded. No code path here sends
+// a write attempt that an operator did not ask for: not on timeout, not on
+// reconnect, not on restart, not on a late result. Only Call (a new
+// operation) and Retry (an operator's decision) send writes, once each.
+package guard
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"os"
+	"os/user"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/mcpclient"
+	"github.com/mcp-confirm/mcp-confirm/pending"
+)
+
+// Server is what the guard needs of an MCP session (mcpclient.Client).
+type Server interface {
+	ServerInfo() mcpclient.ServerInfo
+	Session() int
+	Tools(ctx context.Context) ([]mcp.Tool, error)
+	Call(ctx context.Context, tool string, args map[string]any, o mcpclient.CallOptions) mcpclient.Outcome
+}
+
+// Options configure a Guard.
+type Options struct {
+	Policy       *Policy
+	ServerAlias  string        // config name of the server, if one was used
+	WriteTimeout time.Duration // --timeout: overrides the policy's idle clock for writes
+	Operator     string        // default: the OS user
+	Keys         KeySource     // default: ULIDs from crypto randomness
+	Logger       *slog.Logger
+	// Jitter is the randomness for read backoff; tests seed it.
+	Jitter *mrand.Rand
+}
+
+// Guard runs guarded calls and operator decisions against one journal and
+// one server.
+type Guard struct {
+	j      *pending.Journal
+	srv    Server
+	opts   Options
+	log    *slog.Logger
+	jmu    sync.Mutex // guards opts.Jitter
+	toolMu sync.Mutex
+	tools  map[string]mcp.Tool
+	toolsN int // session the tools were listed on
+}
+
+// New returns a Guard. Wire mcpclient.Options.OnLateResult to
+// Guard.HandleLateResult so answers that come after a timeout are kept.
+func New(j *pending.Journal, srv Server, opts Options) *Guard {
+	if opts.Operator == "" {
+		opts.Operator = OSUser()
+	}
+	if opts.Keys == nil {
+		opts.Keys = &ulidKeys{entropy: rand.Reader, now: func() uint64 { return uint64(time.Now().UnixMilli()) }}
+	}
+	if opts.Jitter == nil {
+		opts.Jitter = newJitter()
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Guard{j: j, srv: srv, opts: opts, log: log}
+}
+
+func newJitter() *mrand.Rand {
+	var seed [32]byte
+	_, _ = rand.Read(seed[:])
+	return mrand.New(mrand.NewChaCha8(seed))
+}
+
+// OSUser is the operator name recorded on decisions.
+func OSUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	return "unknown-operator"
+}
+
+// Journal is the guard's journal, for read-only views.
+func (g *Guard) Journal() *pending.Journal { return g.j }
+
+// Tool looks a tool up, listing the server's tools when the cache is from
+// another session or lacks it. Listing starts the server if needed; a
+// server that cannot start is ErrUnavailable and nothing else happens.
+func (g *Guard) Tool(ctx context.Context, name string) (mcp.Tool, error) {
+	g.toolMu.Lock()
+	t, ok := g.tools[name]
+	fresh := g.toolsN == g.srv.Session() && g.tools != nil
+	g.toolMu.Unlock()
+	if ok && fresh {
+		return t, nil
+	}
+	tools, err := g.ListTools(ctx)
+	if err != nil {
+		return mcp.Tool{}, err
+	}
+	for _, t := range tools {
+		if t.Name == name {
+			return t, nil
+		}
+	}
+	return mcp.Tool{}, badInput("the server has no tool %q (run 'mcp-confirm tools' to list them)", name)
+}
+
+// ListTools lists the server's tools and refreshes the cache.
+func (g *Guard) ListTools(ctx context.Context) ([]mcp.Tool, error) {
+	tools, err := g.srv.Tools(ctx)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	m := make(map[string]mcp.Tool, len(tools))
+	for _, t := range tools {
+		m[t.Name] = t
+	}
+	g.toolMu.Lock()
+	g.tools, g.toolsN = m, g.srv.Session()
+	g.toolMu.Unlock()
+	return tools, nil
+}
+
+// Classify is the tool's kind under the policy (see Policy.Classify).
+func (g *Guard) Classify(t mcp.Tool) (pending.Kind, pending.KindSource) {
+	return g.opts.Policy.Classify(t)
+}
+
+// Request is one guarded call.
+type Request struct {
+	Tool string
+	Args map[string]any
+	// Key is the caller's own idempotency key; empty: one is generated.
+	Key string
+	// New says this is deliberately a new operation even if an identical
+	// call is in flight or unknown (--new): the resend hold is skipped.
+	New        bool
+	OnProgress func(mcpclient.Progress)
+}
+
+// Result is what a guarded call came to.
+type Result struct {
+	Call     pending.Call // zero ID for reads, which are not journaled
+	State    pending.State
+	Key      string
+	Result   json.RawMessage // CallToolResult as MCP JSON
+	Error    json.RawMessage // JSON-RPC error
+	Replayed bool            // the server (or the journal) returned a stored result
+	Stored   bool            // answered from the journal without sending
+}
+
+// Call runs one guarded call. Reads are sent, retried on timeouts with
+// jittered backoff, and never become unknown. Writes get a key, a durable
+// intent, exactly one attempt, and an outcome; see the package comment.
+func (g *Guard) Call(ctx context.Context, req Request) (Result, error) {
+	if req.Args == nil {
+		req.Args = map[string]any{}
+	}
+	if req.Key != "" {
+		if err := ValidateKey(req.Key); err != nil {
+			return Result{}, badInput("%v", err)
+		}
+	}
+	tool, err := g.Tool(ctx, req.Tool)
+	if err != nil {
+		return Result{}, err
+	}
+	kind, src := g.Classify(tool)
+	if kind == pending.KindRead {
+		return g.read(ctx, tool.Name, req.Args, req.OnProgress)
+	}
+	return g.write(ctx, tool, kind, src, req)
+}
+
+func (g *Guard) write(ctx context.Context, tool mcp.Tool, kind pending.Kind, src pending.KindSource, req Request) (Result, error) {
+	tp := g.opts.Policy.tool(tool.Name)
+	keyArg := KeyArg(tool, tp.KeyArg)
+	key := req.Key
+	if keyArg != "" {
+		if v, ok := req.Args[keyArg]; ok {
+			s, isStr := v.(string)
+			switch {
+			case !isStr:
+				return Result{}, badInput("argument %s must be a string key", keyArg)
+			case key != "" && s != key:
+				return Result{}, badInput("--key %q and argument %s %q differ; give the key once", key, keyArg, s)
+			case key == "":
+				if err := ValidateKey(s); err != nil {
+					return Result{}, badInput("argument %s: %v", keyArg, err)
+				}
+				key = s
+			}
+		}
+	}
+	callerKey := key != ""
+	if !callerKey {
+		key = g.opts.Keys.NewKey()
+	}
+	info := g.srv.ServerInfo()
+	in := pending.Intent{
+		Server: serverName(info), ServerAlias: g.opts.ServerAlias, Tool: tool.Name, Kind: kind, KindSource: src,
+		Key: key, Args: redact(req.Args, tp.Redact, keyArg), Fingerprint: Fingerprint(req.Args, keyArg),
+		Session: g.srv.Session(), Hold: !req.New,
+	}
+	call, err := g.j.RecordIntent(ctx, in)
+	var exists *pending.KeyExistsError
+	var held *pending.HeldError
+	switch {
+	case errors.As(err, &exists):
+		return g.existingKey(ctx, exists, req.Args, keyArg)
+	case errors.As(err, &held):
+		c, gerr := g.j.Get(ctx, held.CallID)
+		if gerr != nil {
+			return Result{}, journalErr(gerr)
+		}
+		return Result{Call: c, State: c.State, Key: c.Key}, &HeldError{CallID: c.ID, State: c.State, Reason: c.Reason}
+	case err != nil:
+		return Result{}, journalErr(err)
+	}
+	return g.send(ctx, call, 1, tool, keyArg, req.Args, req.OnProgress)
+}
+
+// existingKey answers a caller key that the journal already has (SPEC §3):
+// a succeeded call's stored result without sending; other arguments are a
+// key reuse; a call still open is a retry, which is not the caller's call.
+func (g *Guard) existingKey(ctx context.Context, e *pending.KeyExistsError, args map[string]any, keyArg string) (Result, error) {
+	c, err := g.j.Get(ctx, e.CallID)
+	if err != nil {
+		return Result{}, journalErr(err)
+	}
+	if e.Fingerprint != Fingerprint(args, keyArg) {
+		stored, _ := decodeObject(c.Args)
+		visible := map[string]any{}
+		for k, v := range args {
+			if k != keyArg {
+				visible[k] = v
+			}
+		}
+		var fields []string
+		for _, f := range differingFields(stored, visible) {
+			if s, _ := stored[f].(string); s != Redacted {
+				fields = append(fields, f)
+			}
+		}
+		return Result{}, &KeyReuseError{CallID: c.ID, Fields: fields}
+	}
+	switch c.State {
+	case pending.StateSucceeded:
+		last := c.Attempts[len(c.Attempts)-1]
+		return Result{Call: c, State: c.State, Key: c.Key, Result: last.Result, Replayed: true, Stored: true}, nil
+	case pending.StateInFlight, pending.StateUnknown:
+		return Result{Call: c, State: c.State, Key: c.Key}, &KeyPendingError{CallID: c.ID, State: c.State}
+	}
+	return Result{Call: c, State: c.State, Key: c.Key},
+		fmt.Errorf("%w: key already used by call %d, which is %s; use 'mcp-confirm retry %d' or a new key", ErrNotAllowed, c.ID, c.State, c.ID)
+}
+
+func serverName(info mcpclient.ServerInfo) string {
+	if info.Name == "" {
+		return "unnamed-server"
+	}
+	return info.Name
+}
+
+// send makes attempt n of a call whose intent (or retry decision) is
+// already durable, and records how it ended. It is the only function that
+// sends a write, and it sends exactly once.
+func (g *Guard) send(ctx context.Context, call pending.Call, n int, tool mcp.Tool, keyArg string, args map[string]any, onProgress func(mcpclient.Progress)) (Result, error) {
+	idle, total := g.opts.Policy.clocks(tool.Name, g.opts.WriteTimeout)
+	var sentOnce sync.Once
+	out := g.srv.Call(ctx, tool.Name, args, mcpclient.CallOptions{
+		Key: call.Key, KeyArg: keyArg, IdleTimeout: idle, MaxTotal: total, OnProgress: onProgress,
+		OnSent: func(session int, rpcID string) {
+			sentOnce.Do(func() {
+				// Informative only; a failure here changes nothing that matters.
+				_ = g.j.RecordSent(context.WithoutCancel(ctx), call.ID, n, fmt.Sprintf("%s (session %d)", rpcID, session))
+			})
+		},
+	})
+	o, replayed := outcomeOf(out)
+	// The outcome is recorded even if the caller's context has ended: the
+	// journal must not keep an attempt open that this process knows ended.
+	rctx := context.WithoutCancel(ctx)
+	if err := g.j.RecordOutcome(rctx, call.ID, n, o); err != nil {
+		return Result{}, journalErr(err)
+	}
+	if replayed {
+		_ = g.j.RecordEvent(rctx, pending.EventDedupeHit, call.ID, "server replayed a stored result")
+	}
+	final, err := g.j.Get(rctx, call.ID)
+	if err != nil {
+		return Result{}, journalErr(err)
+	}
+	res := Result{Call: final, State: final.State, Key: call.Key, Result: out.ResultJSON, Replayed: replayed}
+	if out.RPCError != nil {
+		res.Error, _ = json.Marshal(out.RPCError)
+	}
+	if out.Kind == mcpclient.OutcomeNotSent {
+		return res, unavailable(fmt.Errorf("call %d was not sent: %w", call.ID, out.Err))
+	}
+	if final.State == pending.StateUnknown {
+		g.autoQuery(rctx, final)
+		if c, err := g.j.Get(rctx, call.ID); err == nil {
+			res.Call, res.State = c, c.State
+		}
+	}
+	return res, nil
+}
+
+// outcomeOf maps what the session saw to what the journal records.
+func outcomeOf(out mcpclient.Outcome) (o pending.Outcome, replayed bool) {
+	switch out.Kind {
+	case mcpclient.OutcomeResult:
+		sig := readSignals(out.ResultJSON)
+		if sig.inProgress {
+			return pending.Outcome{Event: pending.EventLost, Reason: ReasonInProgress, Result: out.ResultJSON}, false
+		}
+		if sig.isError {
+			return pending.Outcome{Event: pending.EventFailed, Reason: "the tool reported an error", Result: out.ResultJSON}, sig.replayed
+		}
+		return pending.Outcome{Event: pending.EventSucceeded, Result: out.ResultJSON}, sig.replayed
+	case mcpclient.OutcomeRPCError:
+		e, _ := json.Marshal(out.RPCError)
+		return pending.Outcome{Event: pending.EventFailed, Reason: "the server answered with an error: " + out.RPCError.Message, Error: e}, false
+	case mcpclient.OutcomeNotSent:
+		// Provably nothing was written: a definite failure, safe to retry.
+		return pending.Outcome{Event: pending.EventFailed, Reason: "not sent: " + errText(out.Err)}, false
+	}
+	reason, clock := unknownReason(out.Reason)
+	return pending.Outcome{Event: pending.EventLost, Reason: reason, Clock: clock}, false
+}
+
+// Reasons an unknown call shows (the console's "why" column).
+const (
+	ReasonIdleTimeout     = "idle timeout"
+	ReasonAbsoluteTimeout = "absolute timeout"
+	ReasonConnectionLost  = "connection lost"
+	ReasonCancelled       = "cancelled"
+	ReasonInProgress      = "server reports in progress"
+	ReasonProtocolError   = "unreadable answer"
+)
+
+func unknownReason(r mcpclient.UnknownReason) (reason, clock string) {
+	switch r {
+	case mcpclient.ReasonIdleTimeout:
+		return ReasonIdleTimeout, "idle"
+	case mcpclient.ReasonAbsoluteTimeout:
+		return ReasonAbsoluteTimeout, "absolute"
+	case mcpclient.ReasonConnectionLost:
+		return ReasonConnectionLost, ""
+	case mcpclient.ReasonCancelled:
+		return ReasonCancelled, ""
+	case mcpclient.ReasonProtocolError:
+		return ReasonProtocolError, ""
+	}
+	return string(r), ""
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "no reason given"
+	}
+	return err.Error()
+}
+
+// signals are the idempotency facts a server may put in a result (SPEC §3).
+type signals struct{ isError, inProgress, replayed bool }
+
+func readSignals(raw json.RawMessage) signals {
+	var r struct {
+		IsError           bool           `json:"isError"`
+		StructuredContent map[string]any `json:"structuredContent"`
+		Meta              map[string]any `json:"_meta"`
+	}
+	_ = json.Unmarshal(raw, &r)
+	s := signals{isError: r.IsError}
+	if v, _ := r.StructuredContent["idempotency"].(string); v == "in_progress" && r.IsError {
+		s.inProgress = true
+	}
+	if v, _ := r.Meta["io.github.mcp-confirm/replayed"].(bool); v {
+		s.replayed = true
+	}
+	return s
+}
+
+// DecodeObject reads a JSON object keeping numbers as written (json.Number),
+// so that a fingerprint computed again from stored arguments matches the
+// one computed from the caller's. Anything but an object is an error.
+func DecodeObject(data []byte) (map[string]any, error) { return decodeObject(data) }
+
+func decodeObject(data []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %v", err)
+	}
+	if dec.More() {
+		return nil, errors.New("not valid JSON: more than one value")
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("arguments must be a JSON object, not %s", jsonType(v))
+	}
+	return obj, nil
+}
+
+func jsonType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	}
+	return "a number"
+}

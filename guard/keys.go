@@ -1,0 +1,142 @@
+package guard
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/oklog/ulid/v2"
+)
+
+// KeySource makes idempotency keys. The default is a ULID from crypto
+// randomness; tests seed it for stable goldens.
+type KeySource interface{ NewKey() string }
+
+type ulidKeys struct {
+	mu      sync.Mutex
+	entropy io.Reader
+	now     func() uint64
+}
+
+func (k *ulidKeys) NewKey() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return ulid.MustNew(k.now(), k.entropy).String()
+}
+
+// SeededKeys returns a deterministic key source (for tests and goldens).
+func SeededKeys(r io.Reader) KeySource {
+	var t uint64 = 1_700_000_000_000
+	return &ulidKeys{entropy: r, now: func() uint64 { t++; return t }}
+}
+
+// ValidateKey applies SPEC §3's rule to a caller's key: 16–255 printable
+// ASCII characters, no spaces.
+func ValidateKey(k string) error {
+	if len(k) < 16 || len(k) > 255 {
+		return fmt.Errorf("key %q has %d characters; a key has 16 to 255", k, len(k))
+	}
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; c <= ' ' || c > '~' {
+			return fmt.Errorf("key has a space or non-printable character at position %d; use printable characters only", i+1)
+		}
+	}
+	return nil
+}
+
+// keyArgNames are the argument names taken as the tool's own key argument
+// when the policy names none (SPEC §3), in order of preference.
+var keyArgNames = []string{"idempotency_key", "idempotencyKey", "request_id", "requestId", "client_token", "clientToken"}
+
+// KeyArg returns the tool's key argument: the policy's key_arg, else the
+// first standard name its input schema declares, else "".
+func KeyArg(t mcp.Tool, policyKeyArg string) string {
+	if policyKeyArg != "" {
+		return policyKeyArg
+	}
+	props := schemaProperties(t)
+	for _, n := range keyArgNames {
+		if _, ok := props[n]; ok {
+			return n
+		}
+	}
+	return ""
+}
+
+// schemaProperties reads the input schema's properties, from the typed
+// schema or the raw one, whichever the server's tool carries.
+func schemaProperties(t mcp.Tool) map[string]any {
+	if len(t.RawInputSchema) > 0 {
+		var s struct {
+			Properties map[string]any `json:"properties"`
+		}
+		if json.Unmarshal(t.RawInputSchema, &s) == nil {
+			return s.Properties
+		}
+	}
+	return t.InputSchema.Properties
+}
+
+// Fingerprint is SHA-256 of the canonical JSON (sorted keys, which
+// encoding/json gives maps) of the arguments without the key argument: the
+// same business operation has the same fingerprint whatever its key.
+func Fingerprint(args map[string]any, keyArg string) string {
+	clean := make(map[string]any, len(args))
+	for k, v := range args {
+		if k != keyArg {
+			clean[k] = v
+		}
+	}
+	b, _ := json.Marshal(clean)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Redacted is the mask stored in place of a redacted argument.
+const Redacted = "[redacted]"
+
+// redact returns the arguments as the journal stores them: redacted fields
+// masked, the key argument left out (the call's key is stored on its own).
+func redact(args map[string]any, fields []string, keyArg string) json.RawMessage {
+	out := make(map[string]any, len(args))
+	for k, v := range args {
+		if k != keyArg {
+			out[k] = v
+		}
+	}
+	for _, f := range fields {
+		if _, ok := out[f]; ok {
+			out[f] = Redacted
+		}
+	}
+	b, _ := json.Marshal(out)
+	return b
+}
+
+// differingFields names the top-level fields whose values differ.
+func differingFields(a, b map[string]any) []string {
+	var out []string
+	seen := map[string]bool{}
+	for k := range a {
+		seen[k] = true
+	}
+	for k := range b {
+		seen[k] = true
+	}
+	for k := range seen {
+		x, _ := json.Marshal(a[k])
+		y, _ := json.Marshal(b[k])
+		_, inA := a[k]
+		_, inB := b[k]
+		if inA != inB || string(x) != string(y) {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,65 @@
+package guard
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/mcp-confirm/mcp-confirm/mcpclient"
+	"github.com/mcp-confirm/mcp-confirm/pending"
+)
+
+// read sends a read call, retrying timeouts and lost connections with
+// exponential backoff and jitter, up to the policy's read_attempts. Reads
+// change nothing, so resending them is safe; they are not journaled and
+// never become unknown: after the last attempt they fail.
+func (g *Guard) read(ctx context.Context, tool string, args map[string]any, onProgress func(mcpclient.Progress)) (Result, error) {
+	timeout, attempts := g.opts.Policy.readSettings()
+	var out mcpclient.Outcome
+	for i := 0; i < attempts; i++ {
+		if i > 0 {
+			select {
+			case <-time.After(g.backoff(i)):
+			case <-ctx.Done():
+				return Result{State: pending.StateFailed}, badInput("read %s cancelled", tool)
+			}
+		}
+		out = g.srv.Call(ctx, tool, args, mcpclient.CallOptions{IdleTimeout: timeout, MaxTotal: timeout, OnProgress: onProgress})
+		if out.Kind == mcpclient.OutcomeResult || out.Kind == mcpclient.OutcomeRPCError || ctx.Err() != nil {
+			break
+		}
+	}
+	switch out.Kind {
+	case mcpclient.OutcomeResult:
+		state := pending.StateSucceeded
+		if readSignals(out.ResultJSON).isError {
+			state = pending.StateFailed
+		}
+		return Result{State: state, Result: out.ResultJSON}, nil
+	case mcpclient.OutcomeRPCError:
+		e, _ := json.Marshal(out.RPCError)
+		return Result{State: pending.StateFailed, Error: e}, nil
+	case mcpclient.OutcomeNotSent:
+		return Result{State: pending.StateFailed}, unavailable(out.Err)
+	}
+	e, _ := json.Marshal(map[string]any{"code": 0, "message": "read gave no answer after " + itoa(attempts) + " attempts: " + errText(out.Err)})
+	return Result{State: pending.StateFailed, Error: e}, nil
+}
+
+// backoff before read attempt i (1-based retries): 200ms, 400ms, 800ms ...
+// capped at 5s, each with ±50% jitter so many clients do not resend in step.
+func (g *Guard) backoff(i int) time.Duration {
+	base := 200 * time.Millisecond << (i - 1)
+	if base > 5*time.Second {
+		base = 5 * time.Second
+	}
+	g.jmu.Lock()
+	f := 0.5 + g.opts.Jitter.Float64()
+	g.jmu.Unlock()
+	return time.Duration(float64(base) * f)
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}

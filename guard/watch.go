@@ -1,0 +1,49 @@
+package guard
+
+import (
+	"context"
+	"time"
+
+	"github.com/mcp-confirm/mcp-confirm/pending"
+)
+
+// Watch sends on the returned channel whenever the journal changes, from
+// this process or another on the same file (a CLI call, a proxy). It polls
+// PRAGMA data_version, which costs no table read, every interval; the
+// channel holds at most one pending signal, so a slow reader sees one
+// "changed" for a burst. Every recoverEvery it also recovers calls left in
+// flight by processes that have died since the journal was opened. The
+// channel closes when ctx ends.
+func Watch(ctx context.Context, j *pending.Journal, interval, recoverEvery time.Duration) <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	go func() {
+		defer close(ch)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		last, _ := j.DataVersion(ctx)
+		lastRecover := time.Now()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if recoverEvery > 0 && time.Since(lastRecover) >= recoverEvery {
+				lastRecover = time.Now()
+				if counts, err := j.Counts(ctx); err == nil && counts[pending.StateInFlight] > 0 {
+					_, _ = j.Recover(ctx)
+				}
+			}
+			v, err := j.DataVersion(ctx)
+			if err != nil || v == last {
+				continue
+			}
+			last = v
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return ch
+}
