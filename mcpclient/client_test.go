@@ -364,3 +364,24 @@ func TestEnvAndDir(t *testing.T) {
 		t.Errorf("server saw %+v, want from-spec in %s", got, dir)
 	}
 }
+
+// The server closes stdout but keeps running: the session is lost just the
+// same (the running call ends at once), the process is stopped and reaped,
+// and the next call starts session 2.
+func TestBrokenStdoutPipe(t *testing.T) {
+	noLeak(t)
+	opts := testOptions()
+	opts.StopGrace = 300 * time.Millisecond
+	c := started(t, fixture(), opts)
+	out := call(t, c, "close_stdout", nil, mcpclient.CallOptions{Key: "k-pipe-0000000001"})
+	if out.Kind != mcpclient.OutcomeUnknown || out.Reason != mcpclient.ReasonConnectionLost {
+		t.Fatalf("outcome = %+v", out)
+	}
+	if !strings.Contains(out.Err.Error(), "closed its stdout") {
+		t.Errorf("err = %v", out.Err)
+	}
+	out = call(t, c, "echo", nil, mcpclient.CallOptions{})
+	if out.Kind != mcpclient.OutcomeResult || out.Session != 2 {
+		t.Fatalf("after the broken pipe: %+v", out)
+	}
+}
