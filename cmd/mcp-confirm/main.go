@@ -52,6 +52,7 @@ func commands() map[string]command {
 		"mark":        {"mark ID applied: it took effect (--note)", runMark},
 		"note":        {"add a note to a call", runNote},
 		"list":        {"list calls, newest first", runList},
+		"tools":       {"the server's tools, each with its kind (read/write) and why", runTools},
 		"show":        {"one call with its attempts and decisions", runShow},
 		"export":      {"every call, attempt and decision as jsonl or csv", runExport},
 		"stats":       {"calls by tool and state, unknowns, retries, dedupe hits", runStats},

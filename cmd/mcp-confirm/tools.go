@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/mcp-confirm/mcp-confirm/guard"
+	"github.com/mcp-confirm/mcp-confirm/termtext"
+)
+
+// runTools lists the server's tools with the kind the guard gives each
+// (read or write) and where that came from, so an operator can check the
+// policy before the first call.
+func runTools(ctx context.Context, e *env, args []string) int {
+	var g globalOpts
+	fs := newFlagSet("tools", &g)
+	pos, ok := parseFlags(fs, args, e)
+	if !ok {
+		return exitBadInput
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(e.stderr, "mcp-confirm tools: unexpected argument %q\nRun 'mcp-confirm tools [-- SERVER_COMMAND]'.\n", pos[0])
+		return exitBadInput
+	}
+	en, code := openEngine(ctx, e, &g, "tools")
+	if en == nil {
+		return code
+	}
+	defer en.close()
+	tools, err := en.guard.ListTools(ctx)
+	if err != nil {
+		return exitFor(e, "tools", guard.Result{}, err)
+	}
+	type row struct {
+		Name        string `json:"name"`
+		Kind        string `json:"kind"`
+		KindSource  string `json:"kind_source"`
+		KeyArg      string `json:"key_arg,omitempty"`
+		Description string `json:"description"`
+	}
+	rows := make([]row, 0, len(tools))
+	for _, t := range tools {
+		kind, src := en.guard.Classify(t)
+		rows = append(rows, row{Name: termtext.Line(t.Name), Kind: string(kind), KindSource: string(src),
+			KeyArg: guard.KeyArg(t, ""), Description: termtext.Line(t.Description)})
+	}
+	if g.json {
+		return writeJSON(e, rows)
+	}
+	info := en.client.ServerInfo()
+	fmt.Fprintf(e.stdout, "%s %s (protocol %s)\n\n", termtext.Line(info.Name), termtext.Line(info.Version), info.Protocol)
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOOL\tKIND\tFROM\tKEY ARG\tDESCRIPTION")
+	for _, r := range rows {
+		desc := r.Description
+		if len(desc) > 60 {
+			desc = desc[:57] + "..."
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Kind, r.KindSource, orDash(r.KeyArg), desc)
+	}
+	return flushOK(tw)
+}
