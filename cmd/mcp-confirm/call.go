@@ -17,9 +17,9 @@ func runCall(ctx context.Context, e *env, args []string) int {
 	argsFile := fs.String("args-file", "", "read the arguments (a JSON object) from this file")
 	key := fs.String("key", "", "your own idempotency key (16-255 printable characters, no spaces)")
 	isNew := fs.Bool("new", false, "a deliberately new operation: send even if an identical call is in flight or unknown")
-	pos, ok := parseFlags(fs, args, e)
-	if !ok {
-		return exitBadInput
+	pos, done := parseFlags(fs, args, e)
+	if done >= 0 {
+		return done
 	}
 	if len(pos) != 1 {
 		fmt.Fprintf(e.stderr, "mcp-confirm call: give exactly one tool name (got %d)\nExample: mcp-confirm call create_order --args '{\"item\":\"widget\"}'\n", len(pos))

@@ -14,9 +14,9 @@ func runRetry(ctx context.Context, e *env, args []string) int {
 	note := fs.String("note", "", "why you retry (kept with the decision)")
 	anyServer := fs.Bool("any-server", false, "send even if the server's name differs from the call's (recorded)")
 	redacted := fs.String("args", "", "values of redacted arguments, as a JSON object")
-	pos, ok := parseFlags(fs, args, e)
-	if !ok {
-		return exitBadInput
+	pos, done := parseFlags(fs, args, e)
+	if done >= 0 {
+		return done
 	}
 	id, ok := callIDArg("retry", pos, e)
 	if !ok {
@@ -45,9 +45,9 @@ func runQuery(ctx context.Context, e *env, args []string) int {
 	tool := fs.String("tool", "", "the read tool to run (default: the policy's query_tool)")
 	qargs := fs.String("args", "", "its arguments as a JSON object; {key} and {arg.NAME} are filled in")
 	note := fs.String("note", "", "a note kept with the evidence")
-	pos, ok := parseFlags(fs, args, e)
-	if !ok {
-		return exitBadInput
+	pos, done := parseFlags(fs, args, e)
+	if done >= 0 {
+		return done
 	}
 	id, ok := callIDArg("query", pos, e)
 	if !ok {
@@ -105,9 +105,9 @@ func decide(ctx context.Context, e *env, args []string, cmd string, do func(*eng
 	var g globalOpts
 	fs := newFlagSet(cmd, &g)
 	note := fs.String("note", "", "why (kept with the decision)")
-	pos, ok := parseFlags(fs, args, e)
-	if !ok {
-		return exitBadInput
+	pos, done := parseFlags(fs, args, e)
+	if done >= 0 {
+		return done
 	}
 	id, ok := callIDArg(cmd, pos, e)
 	if !ok {

@@ -16,9 +16,9 @@ func runExport(ctx context.Context, e *env, args []string) int {
 	fs := newFlagSet("export", &g)
 	format := fs.String("format", "jsonl", "jsonl (one call per line, with attempts and decisions) or csv (one row per call, attempt and decision)")
 	sinceArg := fs.String("since", "", "only calls created at or after this time (RFC 3339, a date 2006-01-02, or a duration ago like 24h)")
-	pos, ok := parseFlags(fs, args, e)
-	if !ok {
-		return exitBadInput
+	pos, done := parseFlags(fs, args, e)
+	if done >= 0 {
+		return done
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(e.stderr, "mcp-confirm export: unexpected argument %q\nUse --format and --since.\n", pos[0])

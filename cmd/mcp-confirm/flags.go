@@ -64,21 +64,22 @@ func newFlagSet(name string, g *globalOpts) *flag.FlagSet {
 }
 
 // parseFlags parses flags interspersed with positional arguments ("show 5
-// --json" as well as "show --json 5") and returns the positionals. On a
-// parse error it prints a two-line message and returns ok=false.
-func parseFlags(fs *flag.FlagSet, args []string, e *env) (positional []string, ok bool) {
+// --json" as well as "show --json 5") and returns the positionals. done is
+// -1 to go on, or the exit code when parsing ended the command: 0 after
+// --help, 2 after a bad flag (reported in two lines).
+func parseFlags(fs *flag.FlagSet, args []string, e *env) (positional []string, done int) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if err == flag.ErrHelp {
 				printFlagHelp(e.stdout, fs)
-				return nil, false
+				return nil, exitOK
 			}
 			fmt.Fprintf(e.stderr, "mcp-confirm %s: %v\nRun 'mcp-confirm %s --help' for its flags.\n", fs.Name(), err, fs.Name())
-			return nil, false
+			return nil, exitBadInput
 		}
 		args = fs.Args()
 		if len(args) == 0 {
-			return positional, true
+			return positional, -1
 		}
 		positional = append(positional, args[0])
 		args = args[1:]

@@ -18,9 +18,9 @@ func runList(ctx context.Context, e *env, args []string) int {
 	state := fs.String("state", "", "only calls in this state (in_flight, succeeded, failed, unknown, applied, abandoned)")
 	tool := fs.String("tool", "", "only calls of this tool")
 	limit := fs.Int("limit", 0, "at most this many calls (0: all)")
-	pos, ok := parseFlags(fs, args, e)
-	if !ok {
-		return exitBadInput
+	pos, done := parseFlags(fs, args, e)
+	if done >= 0 {
+		return done
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(e.stderr, "mcp-confirm list: unexpected argument %q\nUse --state and --tool to filter.\n", pos[0])

@@ -17,9 +17,9 @@ import (
 func runShow(ctx context.Context, e *env, args []string) int {
 	var g globalOpts
 	fs := newFlagSet("show", &g)
-	pos, ok := parseFlags(fs, args, e)
-	if !ok {
-		return exitBadInput
+	pos, done := parseFlags(fs, args, e)
+	if done >= 0 {
+		return done
 	}
 	id, ok := callIDArg("show", pos, e)
 	if !ok {

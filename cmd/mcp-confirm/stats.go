@@ -13,9 +13,9 @@ import (
 func runStats(ctx context.Context, e *env, args []string) int {
 	var g globalOpts
 	fs := newFlagSet("stats", &g)
-	pos, ok := parseFlags(fs, args, e)
-	if !ok {
-		return exitBadInput
+	pos, done := parseFlags(fs, args, e)
+	if done >= 0 {
+		return done
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(e.stderr, "mcp-confirm stats: unexpected argument %q\nRun 'mcp-confirm stats' or 'mcp-confirm stats --json'.\n", pos[0])

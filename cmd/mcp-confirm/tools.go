@@ -15,9 +15,9 @@ import (
 func runTools(ctx context.Context, e *env, args []string) int {
 	var g globalOpts
 	fs := newFlagSet("tools", &g)
-	pos, ok := parseFlags(fs, args, e)
-	if !ok {
-		return exitBadInput
+	pos, done := parseFlags(fs, args, e)
+	if done >= 0 {
+		return done
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(e.stderr, "mcp-confirm tools: unexpected argument %q\nRun 'mcp-confirm tools [-- SERVER_COMMAND]'.\n", pos[0])
@@ -54,8 +54,8 @@ func runTools(ctx context.Context, e *env, args []string) int {
 	fmt.Fprintln(tw, "TOOL\tKIND\tFROM\tKEY ARG\tDESCRIPTION")
 	for _, r := range rows {
 		desc := r.Description
-		if len(desc) > 60 {
-			desc = desc[:57] + "..."
+		if rs := []rune(desc); len(rs) > 60 {
+			desc = string(rs[:57]) + "..."
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Kind, r.KindSource, orDash(r.KeyArg), desc)
 	}
