@@ -1,0 +1,86 @@
+package mcpclient
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestParseResponse(t *testing.T) {
+	tests := []struct {
+		name, line, id, result string
+		ok                     bool
+	}{
+		{"mcp-go layout", `{"jsonrpc":"2.0","id":4,"result":{"content":[]}}`, "4", `{"content":[]}`, true},
+		{"mcp-go error", `{"jsonrpc":"2.0","id":5,"error":{"code":-32603,"message":"x"}}`, "5", "", true},
+		{"ts layout", `{"result":{"content":[]},"jsonrpc":"2.0","id":7}`, "7", "", true},
+		{"string id", `{"jsonrpc":"2.0","id":"a-1","result":{}}`, `"a-1"`, `{}`, true},
+		{"notification", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t"}}`, "", "", false},
+		{"server request", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "", "", false},
+		{"other notification order", `{"method":"notifications/message","jsonrpc":"2.0","params":{"id":3}}`, "", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id, result, ok := parseResponse([]byte(tt.line))
+			if id != tt.id || string(result) != tt.result || ok != tt.ok {
+				t.Errorf("got (%q, %q, %v), want (%q, %q, %v)", id, result, ok, tt.id, tt.result, tt.ok)
+			}
+		})
+	}
+}
+
+// A result sliced out of the fast layout but followed by other fields is
+// caught when validated, and read from the whole line instead.
+func TestResultJSONFallsBackToFullDecode(t *testing.T) {
+	line := []byte(`{"jsonrpc":"2.0","id":4,"result":{"content":[]},"extra":1}`)
+	_, result, ok := parseResponse(line)
+	if !ok {
+		t.Fatal("not a response")
+	}
+	r := &wireResp{line: line, result: result}
+	if got := string(r.resultJSON()); got != `{"content":[]}` {
+		t.Errorf("result = %s", got)
+	}
+}
+
+func TestParseToolsCall(t *testing.T) {
+	tp := newTap(1, "mcp-confirm-abc-", newLateQueue())
+	modern := `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"_meta":{"progressToken":"mcp-confirm-abc-3"},"arguments":{"progressToken":"evil"},"name":"x"}}`
+	legacy := `{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"x","arguments":{"progressToken":"evil"},"_meta":{"progressToken":"mcp-confirm-abc-4"}}}`
+	other := `{"method":"tools/call","id":14,"jsonrpc":"2.0","params":{"_meta":{"progressToken":"mcp-confirm-abc-5"}}}`
+	for _, tc := range []struct{ line, id, tok string }{
+		{modern, "12", "mcp-confirm-abc-3"},
+		{legacy, "13", "mcp-confirm-abc-4"},
+		{other, "14", "mcp-confirm-abc-5"},
+	} {
+		id, tok, ok := tp.parseToolsCall([]byte(tc.line))
+		if !ok || id != tc.id || tok != tc.tok {
+			t.Errorf("%s: got (%q, %q, %v)", tc.line, id, tok, ok)
+		}
+	}
+}
+
+// BenchmarkTapLine is the tap's cost per round trip on mcp-go's layout: one
+// outgoing tools/call and one incoming response for a tracked call.
+func BenchmarkTapLine(b *testing.B) {
+	tp := newTap(1, "mcp-confirm-abc-", newLateQueue())
+	req := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.github.mcp-confirm/idempotency-key":"k","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"mcp-confirm","version":"dev"},"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":"mcp-confirm-abc-1"},"arguments":{"text":"hello"},"name":"echo"}}`)
+	resp := []byte(`{"jsonrpc":"2.0","id":1,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"fixture","version":"1.2.3"}},"content":[{"type":"text","text":"echo"}],"resultType":"complete","structuredContent":{"args":{"text":"hello"},"has_token":true,"meta_key":"k"}}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		c := &wireCall{token: "mcp-confirm-abc-1", cancel: func(error) {}}
+		tp.register(c)
+		undo, commit := tp.outgoing(req)
+		if commit == nil || undo == nil {
+			b.Fatal("request not recognised")
+		}
+		commit()
+		tp.incoming(resp)
+		if c.reqs[0].resp == nil {
+			b.Fatal("response not captured")
+		}
+		if json.RawMessage(c.reqs[0].resp.resultJSON()) == nil {
+			b.Fatal("no result")
+		}
+		tp.finish(c, nil, nil, nil, nil, func() {})
+	}
+}
