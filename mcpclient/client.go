@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +39,10 @@ type Options struct {
 	// OnSession is called with the session number each time a session has
 	// completed its handshake (1 for the first, n+1 after each restart).
 	OnSession func(n int)
+	// OnNotification receives the server's notifications (raw params), all
+	// but progress for this client's own calls. It runs on the session's
+	// read loop and must not block.
+	OnNotification func(session int, method string, params json.RawMessage)
 
 	StderrLines int       // stderr lines kept for error messages; default 20
 	Stderr      io.Writer // if set, receives the server's whole stderr; must not block

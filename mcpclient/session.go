@@ -128,6 +128,9 @@ func spawn(spec ServerSpec, n int, tokenPrefix string, opts *Options) (*session,
 	w := &tapWriter{t: s.tap, w: inW, broken: func() { s.badOnce.Do(func() { close(s.stdinBad) }) }}
 	s.mc = client.NewClient(transport.NewIO(r, w, nil), client.WithDiscoverTimeout(opts.ProbeTimeout))
 	s.mc.OnNotification(s.tap.onNotification)
+	if opts.OnNotification != nil {
+		s.mc.OnNotification(s.relayNotification(tokenPrefix))
+	}
 	// The transport keeps this context for the server's requests to us; it
 	// must live as long as the session and no longer.
 	if err := s.mc.Start(s.goneCtx); err != nil {
