@@ -207,8 +207,9 @@ var placeholder = regexp.MustCompile(`\{(key|arg\.[A-Za-z0-9_.-]+)\}`)
 // expandQueryArgs fills {key} and {arg.NAME} in a query template. A value
 // that is exactly one placeholder keeps the argument's JSON type.
 func expandQueryArgs(template map[string]any, c pending.Call) (map[string]any, error) {
-	var args map[string]any
-	_ = json.Unmarshal(c.Args, &args)
+	// Numbers as written: a float64 would round an id like
+	// 12345678901234567890 and query for another record.
+	args, _ := decodeObject(c.Args)
 	var missing []string
 	lookup := func(name string) (any, bool) {
 		if name == "key" {
