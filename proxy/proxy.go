@@ -1,0 +1,498 @@
+// Package proxy puts the guard between an MCP host that cannot be changed
+// (Claude Desktop, Cursor, VS Code, an agent framework) and the MCP server
+// it was configured to run. It is an MCP server on its own stdin/stdout
+// whose tools are the downstream server's tools, schemas and annotations
+// included; every tools/call goes through guard.Call and so is journaled
+// like any other call, and a write whose outcome is unknown is answered
+// with words the model can act on (SPEC §5a) instead of an error it would
+// retry.
+//
+// What is not a tool call (resources, prompts, completions, logging, and
+// the server's notifications) is relayed as it is, in both directions,
+// without touching the journal.
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-confirm/mcp-confirm/guard"
+	"github.com/mcp-confirm/mcp-confirm/mcpclient"
+	"github.com/mcp-confirm/mcp-confirm/pending"
+)
+
+// DefaultTimeout is the proxy's write timeout: hosts give up on their own
+// at about 40-60 s, and the proxy must answer first.
+const DefaultTimeout = 50 * time.Second
+
+// Options configure a Proxy.
+type Options struct {
+	Server  mcpclient.ServerSpec
+	Journal *pending.Journal
+	Policy  *guard.Policy // nil: annotations decide, writes by default
+	// Timeout is the write timeout (--timeout): it overrides the policy's
+	// per-tool timeouts. Zero: the policy's write_timeout, else
+	// DefaultTimeout. When the policy sets no max_total, the absolute clock
+	// is DefaultMaxTotal, so that progress cannot keep a call open past the
+	// host's own deadline.
+	Timeout time.Duration
+	Version string       // mcp-confirm's version, for clientInfo
+	Logger  *slog.Logger // the proxy's log (stderr or --log); never stdout
+	// ServerStderr receives the downstream server's stderr; it must not
+	// block. Nil: only its last lines are kept, for error messages.
+	ServerStderr io.Writer
+	Keys         guard.KeySource // nil: ULIDs
+}
+
+// Proxy is one upstream connection in front of one downstream server.
+type Proxy struct {
+	opts   Options
+	log    *slog.Logger
+	client *mcpclient.Client
+	guard  *guard.Guard
+	srv    atomic.Pointer[server.MCPServer] // set once Run has listed the tools
+	out    *lineWriter
+
+	upReady atomic.Bool // the upstream finished its handshake: notifications may go up
+
+	relayMu sync.Mutex
+	relays  map[string]context.CancelFunc // upstream request id (JSON text) → cancel
+	relayWG sync.WaitGroup
+
+	toolsMu  sync.Mutex
+	toolsSig string // the downstream's tools as last registered (raw JSON)
+	bg       sync.WaitGroup
+	bgCtx    context.Context
+}
+
+// New prepares a proxy; nothing runs until Run.
+func New(opts Options) *Proxy {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := &Proxy{opts: opts, log: log, relays: map[string]context.CancelFunc{}}
+	policy := proxyPolicy(opts.Policy, opts.Timeout)
+	var gd *guard.Guard
+	p.client = mcpclient.New(opts.Server, mcpclient.Options{
+		ClientVersion: opts.Version,
+		OnLateResult: func(lr mcpclient.LateResult) {
+			log.Info("late answer from the MCP server", "tool", lr.Tool, "key", lr.Key, "session", lr.Session, "after_cancel", lr.AfterCancel)
+			gd.HandleLateResult(lr)
+		},
+		OnSession:      p.onSession,
+		OnNotification: p.fromDownstream,
+		Stderr:         opts.ServerStderr,
+		Logger:         log,
+	})
+	gd = guard.New(opts.Journal, p.client, guard.Options{
+		Policy: policy, ServerAlias: opts.Server.Name, WriteTimeout: opts.Timeout, Keys: opts.Keys, Logger: log,
+	})
+	p.guard = gd
+	return p
+}
+
+// DefaultMaxTotal caps a write that keeps sending progress: still under the
+// hosts' own limit of about 60 s, which progress does not reset by default.
+const DefaultMaxTotal = 55 * time.Second
+
+// proxyPolicy applies the proxy's clocks to a copy of the policy: the write
+// timeout defaults to DefaultTimeout and the absolute clock to
+// DefaultMaxTotal, where the policy says nothing.
+func proxyPolicy(in *guard.Policy, timeout time.Duration) *guard.Policy {
+	p := &guard.Policy{}
+	if in != nil {
+		cp := *in
+		p = &cp
+	}
+	if timeout == 0 && p.Defaults.WriteTimeout.Duration == 0 {
+		p.Defaults.WriteTimeout.Duration = DefaultTimeout
+	}
+	if p.Defaults.MaxTotal.Duration == 0 {
+		p.Defaults.MaxTotal.Duration = max(DefaultMaxTotal, timeout, p.Defaults.WriteTimeout.Duration)
+	}
+	return p
+}
+
+// Guard is the proxy's guard (for tests and the console's wiring).
+func (p *Proxy) Guard() *guard.Guard { return p.guard }
+
+// Run starts the downstream server, lists its tools, and serves the
+// upstream host on in/out until in ends or ctx is cancelled. Only MCP
+// messages are written to out. Calls still running when in ends are
+// cancelled, and become unknown in the journal (a cancel is not proof that
+// nothing happened).
+func (p *Proxy) Run(ctx context.Context, in io.Reader, out io.Writer) error {
+	defer p.client.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p.bgCtx = ctx
+	defer p.bg.Wait()
+
+	p.out = &lineWriter{w: out}
+	if err := p.client.Start(ctx); err != nil {
+		return err
+	}
+	info := p.client.ServerInfo()
+	p.log.Info("MCP server started", "server", info.Name, "version", info.Version, "protocol", info.Protocol)
+
+	srv := server.NewMCPServer(info.Name, info.Version, p.serverOptions()...)
+	p.srv.Store(srv)
+	if err := p.refreshTools(ctx); err != nil {
+		return err
+	}
+
+	pr, pw := io.Pipe()
+	stdio := server.NewStdioServer(srv)
+	stdio.SetErrorLogger(log.New(slogWriter{p.log}, "", 0))
+	// A write may wait for its whole timeout: more than mcp-go's default
+	// five workers, so that slow writes do not hold up reads.
+	server.WithWorkerPoolSize(64)(stdio)
+	server.WithQueueSize(256)(stdio)
+	listenDone := make(chan error, 1)
+	go func() { listenDone <- stdio.Listen(ctx, pr, p.out) }()
+
+	// The host's stdin cannot be interrupted; when ctx ends first, the
+	// reader is left to end with the process.
+	readDone := make(chan error, 1)
+	go func() { readDone <- p.readUpstream(ctx, in, pw) }()
+	var readErr error
+	select {
+	case readErr = <-readDone:
+	case <-ctx.Done():
+	}
+	_ = pw.Close()
+	p.cancelRelays()
+	err := <-listenDone
+	p.relayWG.Wait()
+	if readErr != nil && !errors.Is(readErr, io.EOF) {
+		return fmt.Errorf("read from the host: %w", readErr)
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// serverOptions mirror the downstream's capabilities, so the host sees the
+// same server it was configured with.
+func (p *Proxy) serverOptions() []server.ServerOption {
+	caps := p.client.Capabilities()
+	opts := []server.ServerOption{
+		server.WithToolCapabilities(true),
+		server.WithRecovery(),
+		server.WithHooks(p.hooks()),
+	}
+	if r := caps.Resources; r != nil {
+		opts = append(opts, server.WithResourceCapabilities(r.Subscribe, r.ListChanged))
+	}
+	if pr := caps.Prompts; pr != nil {
+		opts = append(opts, server.WithPromptCapabilities(pr.ListChanged))
+	}
+	if caps.Logging != nil {
+		opts = append(opts, server.WithLogging())
+	}
+	if caps.Completions != nil {
+		opts = append(opts, server.WithCompletions())
+	}
+	return opts
+}
+
+func (p *Proxy) hooks() *server.Hooks {
+	h := &server.Hooks{}
+	h.AddAfterInitialize(func(ctx context.Context, id any, req *mcp.InitializeRequest, res *mcp.InitializeResult) {
+		p.log.Info("host connected", "client", req.Params.ClientInfo.Name, "client_version", req.Params.ClientInfo.Version,
+			"protocol", res.ProtocolVersion)
+	})
+	return h
+}
+
+func (p *Proxy) onSession(n int) {
+	if n > 1 {
+		p.log.Warn("restarted the MCP server", "session", n)
+		// Its tools may have changed; listing them is not this call's job.
+		p.background(func(ctx context.Context) {
+			if err := p.refreshTools(ctx); err != nil {
+				p.log.Warn("list tools after restart", "err", err)
+			}
+		})
+	}
+}
+
+func (p *Proxy) background(f func(ctx context.Context)) {
+	ctx := p.bgCtx
+	if ctx == nil || ctx.Err() != nil {
+		return
+	}
+	p.bg.Add(1)
+	go func() {
+		defer p.bg.Done()
+		f(ctx)
+	}()
+}
+
+// lineWriter serialises whole messages onto the host's stdout: mcp-go's
+// responses and the proxy's own relayed ones.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// writeMessage writes one JSON-RPC message and a newline in one Write.
+func (l *lineWriter) writeMessage(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = l.Write(append(b, '\n'))
+	return err
+}
+
+// slogWriter turns mcp-go's log.Logger lines into the proxy's log.
+type slogWriter struct{ l *slog.Logger }
+
+func (w slogWriter) Write(b []byte) (int, error) {
+	msg := string(b)
+	for len(msg) > 0 && msg[len(msg)-1] == '\n' {
+		msg = msg[:len(msg)-1]
+	}
+	w.l.Warn("mcp-go: " + msg)
+	return len(b), nil
+}
+
+// readUpstream reads the host's messages: requests and notifications that
+// are relayed go to the downstream server; the rest (handshake, ping,
+// tools/list, tools/call, cancellations) go to mcp-go's server through w.
+func (p *Proxy) readUpstream(ctx context.Context, in io.Reader, w io.Writer) error {
+	r := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 {
+			if p.route(ctx, line) {
+				if len(line) == 0 || line[len(line)-1] != '\n' {
+					line = append(line, '\n')
+				}
+				if _, werr := w.Write(line); werr != nil {
+					return werr
+				}
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+// message is the envelope of one upstream line.
+type message struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// relayed are the methods answered by the downstream server as they are.
+var relayed = map[string]bool{
+	string(mcp.MethodResourcesList):                true,
+	string(mcp.MethodResourcesTemplatesList):       true,
+	string(mcp.MethodResourcesRead):                true,
+	string(mcp.MethodResourcesSubscribe):           true,
+	string(mcp.MethodResourcesUnsubscribe):         true,
+	string(mcp.MethodPromptsList):                  true,
+	string(mcp.MethodPromptsGet):                   true,
+	string(mcp.MethodCompletionComplete):           true,
+	string(mcp.MethodSetLogLevel):                  true,
+	string(mcp.MethodNotificationRootsListChanged): true,
+}
+
+// route handles one upstream line itself, or returns true to pass it to
+// mcp-go's server.
+func (p *Proxy) route(ctx context.Context, line []byte) bool {
+	var m message
+	if json.Unmarshal(line, &m) != nil || m.Method == "" {
+		return true // a response to us, or garbage: mcp-go answers it
+	}
+	isRequest := len(m.ID) > 0 && string(m.ID) != "null"
+	switch {
+	case m.Method == string(mcp.MethodNotificationCancelled):
+		p.cancelRelay(m.Params)
+		return true // mcp-go cancels the tool call it belongs to
+	case m.Method == "notifications/initialized":
+		p.upReady.Store(true)
+		return true
+	case !isRequest:
+		if relayed[m.Method] {
+			p.notifyDown(ctx, m.Method, m.Params)
+			return false
+		}
+		return true
+	}
+	if m.Method != string(mcp.MethodInitialize) {
+		// 2026-07-28 has no initialize: the first other request means the
+		// host is ready for notifications.
+		p.upReady.Store(true)
+	}
+	if !relayed[m.Method] {
+		return true
+	}
+	p.relayWG.Add(1)
+	go func() {
+		defer p.relayWG.Done()
+		p.relay(ctx, m)
+	}()
+	return false
+}
+
+func (p *Proxy) notifyDown(ctx context.Context, method string, params json.RawMessage) {
+	if err := p.client.Notify(ctx, method, params); err != nil {
+		p.log.Warn("forward notification to the MCP server", "method", method, "err", err)
+	}
+}
+
+// relay sends one request to the downstream server and writes its answer,
+// with the host's own id, as the server wrote it.
+func (p *Proxy) relay(ctx context.Context, m message) {
+	rctx, cancel := context.WithCancel(ctx)
+	id := string(m.ID)
+	p.relayMu.Lock()
+	p.relays[id] = cancel
+	p.relayMu.Unlock()
+	defer func() {
+		p.relayMu.Lock()
+		delete(p.relays, id)
+		p.relayMu.Unlock()
+		cancel()
+	}()
+
+	res, err := p.client.Request(rctx, m.Method, m.Params)
+	if err != nil && rctx.Err() != nil {
+		// Cancelled by the host (or the proxy is stopping): no answer.
+		return
+	}
+	var rpcErr *mcpclient.RPCError
+	switch {
+	case err == nil:
+		if modernRequest(m.Params) {
+			res = withResultType(res)
+		}
+		p.write(response{JSONRPC: mcp.JSONRPC_VERSION, ID: m.ID, Result: res})
+	case errors.As(err, &rpcErr):
+		p.write(response{JSONRPC: mcp.JSONRPC_VERSION, ID: m.ID, Error: rpcErr})
+	default:
+		p.log.Warn("relay to the MCP server failed", "method", m.Method, "err", err)
+		p.write(response{JSONRPC: mcp.JSONRPC_VERSION, ID: m.ID, Error: &mcpclient.RPCError{
+			Code: mcp.INTERNAL_ERROR, Message: "mcp-confirm proxy: the MCP server gave no answer: " + err.Error(),
+		}})
+	}
+}
+
+type response struct {
+	JSONRPC string              `json:"jsonrpc"`
+	ID      json.RawMessage     `json:"id"`
+	Result  json.RawMessage     `json:"result,omitempty"`
+	Error   *mcpclient.RPCError `json:"error,omitempty"`
+}
+
+func (p *Proxy) write(v any) {
+	if err := p.out.writeMessage(v); err != nil {
+		p.log.Warn("write to the host", "err", err)
+	}
+}
+
+func (p *Proxy) cancelRelay(params json.RawMessage) {
+	var c struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(params, &c) != nil || len(c.RequestID) == 0 {
+		return
+	}
+	p.relayMu.Lock()
+	cancel := p.relays[string(c.RequestID)]
+	p.relayMu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+func (p *Proxy) cancelRelays() {
+	p.relayMu.Lock()
+	defer p.relayMu.Unlock()
+	for _, cancel := range p.relays {
+		cancel()
+	}
+}
+
+// modernRequest: the host speaks 2026-07-28 or later on this request.
+func modernRequest(params json.RawMessage) bool {
+	var pm struct {
+		Meta map[string]any `json:"_meta"`
+	}
+	if json.Unmarshal(params, &pm) != nil {
+		return false
+	}
+	v, _ := pm.Meta[mcp.MetaKeyProtocolVersion].(string)
+	return mcp.IsModernProtocol(v)
+}
+
+// withResultType adds resultType "complete" to a legacy server's result for
+// a 2026-07-28 host (legacy servers never set it).
+func withResultType(res json.RawMessage) json.RawMessage {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(res, &obj) != nil {
+		return res
+	}
+	if _, ok := obj["resultType"]; ok {
+		return res
+	}
+	obj["resultType"] = json.RawMessage(`"complete"`)
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return res
+	}
+	return b
+}
+
+// fromDownstream receives the server's notifications on the session's read
+// loop: it must not block for long. A tools/list_changed re-registers the
+// tools (mcp-go then tells the host); everything else goes up as it is.
+func (p *Proxy) fromDownstream(session int, method string, params json.RawMessage) {
+	if method == string(mcp.MethodNotificationToolsListChanged) {
+		p.background(func(ctx context.Context) {
+			if err := p.refreshTools(ctx); err != nil {
+				p.log.Warn("list tools after tools/list_changed", "err", err)
+			}
+		})
+		return
+	}
+	if !p.upReady.Load() {
+		p.log.Debug("notification from the MCP server before the host was ready: dropped", "method", method)
+		return
+	}
+	p.write(notification{JSONRPC: mcp.JSONRPC_VERSION, Method: method, Params: params})
+}
+
+type notification struct {
+	JSONRPC string          `json:"jsonrpc"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params,omitempty"`
+}

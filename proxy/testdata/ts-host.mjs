@@ -1,0 +1,80 @@
+// An upstream MCP host made of the official TypeScript SDK's Client and
+// StdioClientTransport, as Claude Desktop and most hosts use them. It runs
+// the steps of a plan (argv[2], JSON) against one server command and prints
+// one JSON line: the result of every step.
+//
+// The SDK is loaded from the npm fixture (NPM_FIXTURE, the folder holding
+// its package.json), so this file needs no install of its own.
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import fs from 'node:fs';
+
+const require = createRequire(path.join(process.env.NPM_FIXTURE, 'package.json'));
+const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
+const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
+const { LoggingMessageNotificationSchema } = require('@modelcontextprotocol/sdk/types.js');
+const sdkVersion = JSON.parse(fs.readFileSync(
+  path.join(process.env.NPM_FIXTURE, 'node_modules', '@modelcontextprotocol', 'sdk', 'package.json'), 'utf8')).version;
+
+const plan = JSON.parse(process.argv[2]);
+const transport = new StdioClientTransport({
+  command: plan.command,
+  args: plan.args ?? [],
+  env: { ...process.env, ...(plan.env ?? {}) },
+  stderr: 'inherit',
+});
+const client = new Client({ name: 'ts-sdk-host', version: sdkVersion }, { capabilities: {} });
+const logs = [];
+client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => { logs.push(n.params); });
+
+function errorOf(e) {
+  return { code: e?.code ?? null, message: String(e?.message ?? e) };
+}
+
+async function step(s) {
+  switch (s.op) {
+    case 'listTools': return client.listTools();
+    case 'listResources': return client.listResources();
+    case 'readResource': return client.readResource({ uri: s.uri });
+    case 'listPrompts': return client.listPrompts();
+    case 'getPrompt': return client.getPrompt({ name: s.name, arguments: s.arguments ?? {} });
+    case 'complete': return client.complete({ ref: s.ref, argument: s.argument });
+    case 'setLevel': return client.setLoggingLevel(s.level);
+    case 'serverInfo': return { serverInfo: client.getServerVersion(), capabilities: client.getServerCapabilities() };
+    case 'logs': return { logs };
+    case 'call': {
+      const progress = [];
+      const opts = { timeout: s.timeoutMs ?? 60000 };
+      if (s.progress) opts.onprogress = (p) => progress.push(p);
+      if (s.abortAfterProgress) {
+        // Cancel as a host does when its user presses stop: the SDK sends
+        // notifications/cancelled for the request.
+        const ac = new AbortController();
+        opts.signal = ac.signal;
+        opts.onprogress = (p) => { progress.push(p); ac.abort('user pressed stop'); };
+      }
+      const params = { name: s.name, arguments: s.arguments ?? {} };
+      if (s.meta) params._meta = s.meta;
+      const r = await client.callTool(params, undefined, opts);
+      return s.progress || s.abortAfterProgress ? { result: r, progress } : r;
+    }
+    default: throw new Error(`unknown op ${s.op}`);
+  }
+}
+
+const out = { sdk: sdkVersion, steps: [] };
+try {
+  await client.connect(transport);
+  for (const s of plan.steps) {
+    try {
+      out.steps.push({ op: s.op, ok: await step(s) });
+    } catch (e) {
+      out.steps.push({ op: s.op, error: errorOf(e) });
+    }
+  }
+} catch (e) {
+  out.connectError = errorOf(e);
+}
+process.stdout.write(JSON.stringify(out) + '\n');
+await client.close().catch(() => {});
+process.exit(0);

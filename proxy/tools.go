@@ -1,0 +1,128 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// maxToolPages bounds tools/list paging against a server whose cursors
+// never end.
+const maxToolPages = 1000
+
+// rawTools lists the downstream's tools as the server wrote them, all pages.
+func (p *Proxy) rawTools(ctx context.Context) ([]json.RawMessage, error) {
+	var all []json.RawMessage
+	var cursor string
+	for page := 0; page < maxToolPages; page++ {
+		params := json.RawMessage(`{}`)
+		if cursor != "" {
+			params, _ = json.Marshal(map[string]string{"cursor": cursor})
+		}
+		res, err := p.client.Request(ctx, string(mcp.MethodToolsList), params)
+		if err != nil {
+			return nil, fmt.Errorf("list the MCP server's tools: %w", err)
+		}
+		var r struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor string            `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(res, &r); err != nil {
+			return nil, fmt.Errorf("list the MCP server's tools: unreadable answer: %w", err)
+		}
+		all = append(all, r.Tools...)
+		if r.NextCursor == "" || r.NextCursor == cursor {
+			return all, nil
+		}
+		cursor = r.NextCursor
+	}
+	return nil, fmt.Errorf("list the MCP server's tools: more than %d pages", maxToolPages)
+}
+
+// refreshTools registers the downstream's tools on the proxy's server when
+// they differ from the ones registered; mcp-go then sends the host
+// notifications/tools/list_changed.
+func (p *Proxy) refreshTools(ctx context.Context) error {
+	srv := p.srv.Load()
+	if srv == nil {
+		return nil
+	}
+	p.toolsMu.Lock()
+	defer p.toolsMu.Unlock()
+	raws, err := p.rawTools(ctx)
+	if err != nil {
+		return err
+	}
+	sig, _ := json.Marshal(raws)
+	if string(sig) == p.toolsSig {
+		return nil
+	}
+	var tools []server.ServerTool
+	for _, raw := range raws {
+		t, err := toolFromRaw(raw)
+		if err != nil {
+			p.log.Warn("tool left out: the MCP server described it in a way mcp-go cannot serve", "err", err)
+			continue
+		}
+		tools = append(tools, server.ServerTool{Tool: t, Handler: p.callTool})
+	}
+	srv.SetTools(tools...)
+	p.toolsSig = string(sig)
+	p.log.Info("tools registered", "count", len(tools))
+	return nil
+}
+
+// toolFromRaw keeps what the server wrote: the input and output schemas
+// are registered raw (mcp-go's structured schema type would drop keys such
+// as $schema), and the annotations exactly as given, absent hints absent.
+func toolFromRaw(raw json.RawMessage) (mcp.Tool, error) {
+	var w struct {
+		Meta         *mcp.Meta           `json:"_meta"`
+		Name         string              `json:"name"`
+		Title        string              `json:"title"`
+		Description  string              `json:"description"`
+		InputSchema  json.RawMessage     `json:"inputSchema"`
+		OutputSchema json.RawMessage     `json:"outputSchema"`
+		Annotations  *mcp.ToolAnnotation `json:"annotations"`
+		Icons        []mcp.Icon          `json:"icons"`
+		Execution    *mcp.ToolExecution  `json:"execution"`
+		DeferLoading bool                `json:"defer_loading"`
+	}
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return mcp.Tool{}, fmt.Errorf("unreadable tool: %w", err)
+	}
+	if w.Name == "" {
+		return mcp.Tool{}, fmt.Errorf("a tool without a name")
+	}
+	t := mcp.Tool{
+		Meta: w.Meta, Name: w.Name, Title: w.Title, Description: w.Description,
+		RawInputSchema: w.InputSchema, Icons: w.Icons, DeferLoading: w.DeferLoading,
+	}
+	if isNull(t.RawInputSchema) {
+		t.RawInputSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	if !isNull(w.OutputSchema) {
+		t.RawOutputSchema = w.OutputSchema
+	}
+	if w.Annotations != nil {
+		t.Annotations = *w.Annotations
+	}
+	// As written. The proxy declares no task capability, so a host calls
+	// every tool synchronously, through the guard; a tool whose
+	// taskSupport is "required" then fails on the server, as it would for
+	// any host without tasks.
+	t.Execution = w.Execution
+	if err := mcp.ValidateParamHeaderAnnotations(&t); err != nil {
+		return mcp.Tool{}, fmt.Errorf("tool %q: %w", w.Name, err)
+	}
+	return t, nil
+}
+
+func isNull(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || string(raw) == "null"
+}
