@@ -57,6 +57,7 @@ func commands() map[string]command {
 		"export":      {"every call, attempt and decision as jsonl or csv", runExport},
 		"stats":       {"calls by tool and state, unknowns, retries, dedupe hits", runStats},
 		"demo-server": {"the built-in orders server (MCP over stdio)", runDemoServer},
+		"proxy":       {"stdio MCP proxy for hosts: guards tool calls on the way to the server after --", runProxy},
 	}
 }
 
