@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startCall starts `call create_order` in the background; the test kills
+// or waits for it.
+func (w *world) startCall(t testing.TB, args string, extra []string, serverFlags ...string) (*exec.Cmd, context.CancelFunc) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), cmdHang)
+	a := append([]string{"call", "create_order", "--args", args}, extra...)
+	cmd := e2eCmd(ctx, w.dir, w.withDB(append(a, w.server(serverFlags...)...))...)
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+	})
+	return cmd, cancel
+}
+
+// waitSentKey waits until exactly one create_order request not in known has
+// been written to the demo server, and returns its key.
+func (w *world) waitSentKey(t testing.TB, known map[string]bool, d time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		for k := range w.sent("create_order") {
+			if !known[k] {
+				return k
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new create_order request reached the server in %s", d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitRecord waits until the server's idempotency record for key is in
+// state (processing: the server is executing it; completed: it committed).
+func waitRecord(t testing.TB, db *sql.DB, key, state string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		var got string
+		err := db.QueryRow("SELECT state FROM idempotency_records WHERE key = ?", key).Scan(&got)
+		if err == nil && got == state {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("idempotency record of %s: want %s within %s, got %q (%v)", key, state, d, got, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestE2EKillClientMidWrite: `kill -9` of mcp-confirm while its write
+// hangs. The next command finds the call unknown ("recovered after unclean
+// shutdown") with its one attempt, nothing is resent, and the demo server,
+// whose stdin closed with its client, does not outlive it.
+func TestE2EKillClientMidWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		flags     []string
+		record    string // the server's record state when the client is killed
+		committed int    // orders the server made
+	}{
+		{"after commit (lost response)", []string{"--hang-after-commit", "1"}, "completed", 1},
+		{"before commit (slow write)", []string{"--delay", "60s"}, "processing", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, t.TempDir())
+			db := w.db()
+			cmd, _ := w.startCall(t, `{"item":"widget","quantity":1,"buyer":"bob"}`, []string{"--timeout", "60s"}, tc.flags...)
+			key := w.waitSentKey(t, nil, time.Minute)
+			waitRecord(t, db, key, tc.record, time.Minute)
+			if pids := demoPIDs(t, w.demoDB); len(pids) != 1 {
+				t.Fatalf("want one demo server running, found %v", pids)
+			}
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+				t.Fatalf("the client should have died of SIGKILL, got %v", err)
+			}
+			// Its stdin closed with the client: the server must exit on its
+			// own, without anyone signalling it.
+			waitNoDemo(t, w.demoDB, 10*time.Second)
+
+			calls := w.list()
+			if len(calls) != 1 {
+				t.Fatalf("want 1 call, got %d", len(calls))
+			}
+			c := calls[0]
+			if c.State != "unknown" || c.Reason != "recovered after unclean shutdown" || c.AttemptCount != 1 || c.Key != key {
+				t.Fatalf("after kill -9: want unknown, recovered after unclean shutdown, 1 attempt, key %s; got %+v", key, c)
+			}
+			full := w.show(c.ID)
+			if len(full.Attempts) != 1 || full.Attempts[0].Outcome != "unknown" || full.Attempts[0].EndedAt == nil {
+				t.Fatalf("the attempt should have been ended unknown by recovery: %+v", full.Attempts)
+			}
+			if got := w.sent("create_order"); got[key] != 1 || len(got) != 1 {
+				t.Fatalf("nothing may be resent after the crash; wire log has %v", got)
+			}
+			if n := ordersFor(t, db, key); n != tc.committed {
+				t.Fatalf("want %d orders for the key, got %d", tc.committed, n)
+			}
+			// Recovery is done once; looking again changes nothing.
+			if again := w.show(c.ID); again.State != "unknown" || len(again.Attempts) != 1 || !again.UpdatedAt.Equal(full.UpdatedAt) {
+				t.Fatalf("a second look changed the call: %+v", again)
+			}
+
+			// The operator retries with the same key.
+			r := w.run(append([]string{"retry", strconv.FormatInt(c.ID, 10)}, w.server()...)...)
+			ro := parseCallOut(t, r)
+			switch {
+			case tc.committed == 1:
+				// The server replays the order it committed before the crash.
+				wantExit(t, r, exitOK, "retry after a committed write")
+				if ro.State != "succeeded" || !ro.Replayed {
+					t.Fatalf("retry: want a replayed success, got %+v", ro)
+				}
+			case r.code == exitUnknown:
+				// The killed server left its claim on the key; until the
+				// claim's lease ends the server says "in progress", and the
+				// call stays unknown.
+				if ro.State != "unknown" || ro.Reason != "server reports in progress" {
+					t.Fatalf("retry: want unknown (server reports in progress), got %+v", ro)
+				}
+				t.Logf("retry within the dead server's lease: %s", ro.Reason)
+			default:
+				// The server recorded the cancelled execution as retryable
+				// before it exited: the retry runs it.
+				wantExit(t, r, exitOK, "retry after an uncommitted write")
+				if ro.State != "succeeded" || ro.Replayed {
+					t.Fatalf("retry: want a fresh success, got %+v", ro)
+				}
+			}
+			if n := ordersFor(t, db, key); n > 1 {
+				t.Fatalf("%d orders for one key", n)
+			}
+			if got := w.sent("create_order"); got[key] != 2 {
+				t.Fatalf("want the key sent twice (call, operator's retry), wire log has %v", got)
+			}
+			if d := duplicateKeys(t, db); len(d) > 0 {
+				t.Fatalf("duplicate orders: %v", d)
+			}
+		})
+	}
+}
+
+// TestE2EServerCrashMidWrite: the demo server is SIGKILLed while it
+// executes the write. The call ends unknown (connection lost) at once, not
+// at its 60s timeout, and is not resent on a new session.
+func TestE2EServerCrashMidWrite(t *testing.T) {
+	w := newWorld(t, t.TempDir())
+	db := w.db()
+	cmd, _ := w.startCall(t, `{"item":"gadget","quantity":2,"buyer":"alice"}`, []string{"--timeout", "60s"}, "--hang-after-commit", "1")
+	key := w.waitSentKey(t, nil, time.Minute)
+	waitRecord(t, db, key, "completed", time.Minute)
+	killPIDs(t, demoPIDs(t, w.demoDB))
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the client did not notice the server's death within 30s (its timeout is 60s)")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != exitUnknown {
+		t.Fatalf("want exit %d (unknown), got %d (%v)", exitUnknown, code, err)
+	}
+	calls := w.list()
+	if len(calls) != 1 || calls[0].State != "unknown" || calls[0].Reason != "connection lost" || calls[0].AttemptCount != 1 {
+		t.Fatalf("want one unknown call (connection lost), got %+v", calls)
+	}
+	if got := w.sent("create_order"); got[key] != 1 || len(got) != 1 {
+		t.Fatalf("nothing may be resent after the crash; wire log has %v", got)
+	}
+	if n := ordersFor(t, db, key); n != 1 {
+		t.Fatalf("want the 1 committed order, got %d", n)
+	}
+}
