@@ -2,11 +2,143 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/term"
+
+	"github.com/mcp-confirm/mcp-confirm/guard"
+	"github.com/mcp-confirm/mcp-confirm/tui"
 )
 
-// runConsole opens the operator console (issue 5). Until it exists, say so.
+// The guided demo (SPEC §4): the built-in server, on a journal of its own,
+// losing the first create_order answer, with a short write timeout.
+const (
+	demoTimeout = 5 * time.Second
+	demoDelay   = "1500ms" // create_order takes this long, with progress, so the bar shows
+	demoPolicy  = `# The guided demo's policy, written by mcp-confirm. See README "Policy".
+# A query for create_order: find the order by the call's idempotency key.
+[tools.create_order]
+query_tool = "find_orders"
+query_args = { idempotency_key = "{key}" }
+`
+)
+
+// runConsole opens the operator console. With no server and no journal
+// given it is the guided demo.
 func runConsole(ctx context.Context, e *env, args []string) int {
-	fmt.Fprintln(e.stderr, "mcp-confirm: the console is not built yet; try 'mcp-confirm --help'")
-	return exitUnavailable
+	var g globalOpts
+	fs := newFlagSet("console", &g)
+	pos, done := parseFlags(fs, args, e)
+	if done >= 0 {
+		return done
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(e.stderr, "mcp-confirm: unexpected argument %q\nRun 'mcp-confirm --help' for the commands.\n", pos[0])
+		return exitBadInput
+	}
+	if !isTerminal(e) {
+		fmt.Fprintln(e.stderr, "mcp-confirm: the console needs a terminal on stdin and stdout.\nFor scripts use 'mcp-confirm list', 'show', 'call', 'retry' (see --help).")
+		return exitBadInput
+	}
+	demo := len(e.serverCmd) == 0 && g.config == "" && g.server == "" && g.db == "" && e.getenv("MCP_CONFIRM_DB") == ""
+	if demo {
+		if code := setUpDemo(e, &g); code != exitOK {
+			return code
+		}
+	}
+	en, code := openEngine(ctx, e, &g, "console")
+	if en == nil {
+		return code
+	}
+	defer en.close()
+	var policy *guard.Policy
+	if g.policy != "" {
+		policy, _ = guard.LoadPolicy(g.policy) // openEngine has read it already
+	}
+	timeout := g.timeout
+	if timeout == 0 {
+		timeout = guard.DefaultWriteTimeout
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	opts := tui.Options{
+		Context: ctx, Journal: en.journal, Engine: en.guard, Server: en.client, Policy: policy,
+		Watch:        guard.Watch(ctx, en.journal, 250*time.Millisecond, 5*time.Second),
+		Demo:         demo,
+		WriteTimeout: timeout,
+	}
+	if demo {
+		opts.Prefill = map[string]map[string]any{
+			"create_order": {"item": "widget", "quantity": 2, "buyer": "alice"},
+			"find_orders":  {"buyer": "alice"},
+			"get_budget":   {"buyer": "alice"},
+		}
+	}
+	p := tea.NewProgram(tui.New(opts), tea.WithAltScreen(), tea.WithInput(e.stdin), tea.WithOutput(e.stdout))
+	if _, err := p.Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) {
+		fmt.Fprintf(e.stderr, "mcp-confirm: the console stopped: %v\n", err)
+		return exitUnavailable
+	}
+	return exitOK
+}
+
+// setUpDemo points the console at the demo's own journal and a demo server
+// that loses its first create_order answer, and writes the demo's policy.
+func setUpDemo(e *env, g *globalOpts) int {
+	dir, err := demoDir(e.getenv)
+	if err == nil {
+		err = os.MkdirAll(dir, 0o700)
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "mcp-confirm: cannot make the demo's folder: %v\nPass a journal with --db to skip the demo.\n", err)
+		return exitUnavailable
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "mcp-confirm: cannot find this program to run the demo server: %v\n", err)
+		return exitUnavailable
+	}
+	g.db = filepath.Join(dir, "journal.db")
+	e.serverCmd = []string{self, "demo-server", "--db", filepath.Join(dir, "demo-server.db"), "--hang-after-commit", "1", "--delay", demoDelay}
+	if g.timeout == 0 {
+		g.timeout = demoTimeout
+	}
+	if g.policy == "" {
+		g.policy = filepath.Join(dir, "policy.toml")
+		if _, err := os.Stat(g.policy); errors.Is(err, os.ErrNotExist) {
+			if err := os.WriteFile(g.policy, []byte(demoPolicy), 0o600); err != nil {
+				fmt.Fprintf(e.stderr, "mcp-confirm: cannot write the demo policy: %v\n", err)
+				return exitUnavailable
+			}
+		}
+	}
+	return exitOK
+}
+
+// demoDir is the guided demo's folder: beside the default journal, never
+// the operator's journal itself.
+func demoDir(getenv func(string) string) (string, error) {
+	if d := getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "mcp-confirm", "demo"), nil
+	}
+	home := getenv("HOME")
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+		home = h
+	}
+	return filepath.Join(home, ".local", "state", "mcp-confirm", "demo"), nil
+}
+
+func isTerminal(e *env) bool {
+	in, ok1 := e.stdin.(*os.File)
+	out, ok2 := e.stdout.(*os.File)
+	return ok1 && ok2 && term.IsTerminal(in.Fd()) && term.IsTerminal(out.Fd())
 }

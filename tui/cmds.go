@@ -1,0 +1,238 @@
+package tui
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/mcp-confirm/mcp-confirm/guard"
+	"github.com/mcp-confirm/mcp-confirm/mcpclient"
+	"github.com/mcp-confirm/mcp-confirm/pending"
+)
+
+// Every tea.Cmd the console runs is built here. A constructor captures
+// values (IDs, keys, handles) and returns a command that does the I/O and
+// returns a message; no command touches the model.
+
+// Bounds on I/O that could otherwise hang the console's goroutines.
+const (
+	readTimeout   = 10 * time.Second // journal reads
+	decideTimeout = 30 * time.Second // abandon, mark, note: journal writes only
+	queryTimeout  = 2 * time.Minute  // a read tool on the server (the guard retries it)
+	toolsTimeout  = 45 * time.Second // starting the server and listing its tools
+)
+
+// tickCmd is the console's clock: one tick after every d, with the time
+// from the injected clock and the server's state.
+func tickCmd(d time.Duration, now func() time.Time, srv ServerStatus) tea.Cmd {
+	return tea.Tick(d, func(time.Time) tea.Msg { return tickMsg{Now: now(), Server: snapServer(srv)} })
+}
+
+// nowCmd reads the clock and the server state at once (the first frame).
+func nowCmd(now func() time.Time, srv ServerStatus) tea.Cmd {
+	return func() tea.Msg { return tickMsg{Now: now(), Server: snapServer(srv)} }
+}
+
+func snapServer(srv ServerStatus) serverSnap {
+	if srv == nil {
+		return serverSnap{}
+	}
+	return serverSnap{Name: srv.ServerInfo().Name, State: srv.State(), Session: srv.Session()}
+}
+
+// anchorKind says where a window load starts.
+type anchorKind int
+
+const (
+	anchorStart anchorKind = iota // the first rows in list order
+	anchorEnd                     // the last rows in list order
+	anchorAt                      // around a given call (inclusive)
+)
+
+// listQuery is what the list shows: states, tool filter, order.
+type listQuery struct {
+	States      []pending.State
+	Tool        string
+	OldestFirst bool
+}
+
+// loadWindowCmd reads one window of the list with keyset paging: up to
+// `before` rows before the anchor and `after` rows from it, plus the
+// counts. Its cost does not depend on the journal's size.
+func loadWindowCmd(j Journal, gen int, q listQuery, kind anchorKind, anchor pending.Call, before, after int, selectID int64) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+		defer cancel()
+		msg := windowLoadedMsg{Gen: gen, SelectID: selectID}
+		fwd := pending.Filter{States: q.States, Tool: q.Tool, OldestFirst: q.OldestFirst}
+		back := pending.Filter{States: q.States, Tool: q.Tool, OldestFirst: !q.OldestFirst}
+		var err error
+		switch kind {
+		case anchorStart:
+			fwd.Limit = after + 1
+			msg.Calls, err = j.List(ctx, fwd)
+			msg.AtStart = true
+			msg.AtEnd = len(msg.Calls) <= after
+			msg.Calls = msg.Calls[:min(len(msg.Calls), after)]
+		case anchorEnd:
+			back.Limit = before + 1
+			msg.Calls, err = j.List(ctx, back)
+			msg.AtEnd = true
+			msg.AtStart = len(msg.Calls) <= before
+			msg.Calls = msg.Calls[:min(len(msg.Calls), before)]
+			slices.Reverse(msg.Calls)
+			msg.Anchor = max(0, len(msg.Calls)-1)
+		default:
+			a := anchor
+			back.After, back.Limit = &a, before+1
+			var prev []pending.Call
+			if prev, err = j.List(ctx, back); err == nil {
+				msg.AtStart = len(prev) <= before
+				prev = prev[:min(len(prev), before)]
+				slices.Reverse(prev)
+				incl := anchor // keyset "after" is strict: step one id back to include the anchor
+				if q.OldestFirst {
+					incl.ID--
+				} else {
+					incl.ID++
+				}
+				fwd.After, fwd.Limit = &incl, after+1
+				var next []pending.Call
+				if next, err = j.List(ctx, fwd); err == nil {
+					msg.AtEnd = len(next) <= after
+					next = next[:min(len(next), after)]
+					msg.Anchor = len(prev)
+					msg.Calls = append(prev, next...)
+				}
+			}
+		}
+		if err == nil {
+			msg.Counts, err = j.Counts(ctx)
+		}
+		msg.Err = err
+		return msg
+	}
+}
+
+// loadCallCmd reads one call with attempts and decisions.
+func loadCallCmd(j Journal, id int64) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+		defer cancel()
+		c, err := j.Get(ctx, id)
+		return callLoadedMsg{ID: id, Call: c, Err: err}
+	}
+}
+
+// listToolsCmd starts the server if needed and lists its tools.
+func listToolsCmd(e Engine) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), toolsTimeout)
+		defer cancel()
+		tools, err := e.ListTools(ctx)
+		if err != nil {
+			return toolsLoadedMsg{Err: err}
+		}
+		out := make([]toolInfo, 0, len(tools))
+		for _, t := range tools {
+			kind, src := e.Classify(t)
+			out = append(out, toolInfo{Tool: t, Name: clean(t.Name), Desc: clean(t.Description),
+				Kind: kind, KindSource: src, KeyArg: clean(guard.KeyArg(t, ""))})
+		}
+		return toolsLoadedMsg{Tools: out}
+	}
+}
+
+// watchCmd waits for the next journal change (guard.Watch's channel).
+func watchCmd(ch <-chan struct{}) tea.Cmd {
+	if ch == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		if _, ok := <-ch; !ok {
+			return nil
+		}
+		return journalChangedMsg{}
+	}
+}
+
+// queryCmd runs a call's query (a read) and stores the evidence.
+func queryCmd(ctx context.Context, e Engine, id int64, tool, key string, o guard.QueryOptions) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, queryTimeout)
+		defer cancel()
+		res, err := e.Query(ctx, id, o)
+		return queriedMsg{ID: id, Tool: tool, Key: key, Result: res, Err: err}
+	}
+}
+
+// retryCmd resends a call with its key. It is bounded by the guard's own
+// clocks (idle and absolute), not by a deadline here: cutting it short
+// would only turn a slow answer into another unknown.
+func retryCmd(ctx context.Context, e Engine, id int64, tool, key, note string) tea.Cmd {
+	return func() tea.Msg {
+		res, err := e.Retry(ctx, id, guard.RetryOptions{Note: note})
+		return retriedMsg{ID: id, Tool: tool, Key: key, Result: res, Err: err}
+	}
+}
+
+// decideCmd records abandon, mark or note.
+func decideCmd(ctx context.Context, e Engine, action pending.Action, id int64, tool, key, note string) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, decideTimeout)
+		defer cancel()
+		var err error
+		switch action {
+		case pending.ActionAbandon:
+			err = e.Abandon(ctx, id, note)
+		case pending.ActionMark:
+			err = e.MarkApplied(ctx, id, note)
+		default:
+			err = e.Note(ctx, id, note)
+		}
+		return decidedMsg{ID: id, Tool: tool, Key: key, Action: action, Err: err}
+	}
+}
+
+// callCmd runs a new guarded call. Progress goes to ch (latest wins when
+// the console is slow) and ch is closed when the call is over.
+func callCmd(ctx context.Context, e Engine, run int, req guard.Request, ch chan progressMsg) tea.Cmd {
+	return func() tea.Msg {
+		defer close(ch)
+		req.OnProgress = func(p mcpclient.Progress) {
+			select {
+			case ch <- progressMsg{Run: run, Progress: p}:
+			default: // a progress message is waiting already; this one is newer
+				select {
+				case <-ch:
+				default:
+				}
+				select {
+				case ch <- progressMsg{Run: run, Progress: p}:
+				default:
+				}
+			}
+		}
+		res, err := e.Call(ctx, req)
+		return callDoneMsg{Run: run, Tool: req.Tool, Result: res, Err: err}
+	}
+}
+
+// listenProgressCmd waits for the next progress of a run.
+func listenProgressCmd(run int, ch <-chan progressMsg) tea.Cmd {
+	return func() tea.Msg {
+		p, ok := <-ch
+		if !ok {
+			return progressClosedMsg{Run: run}
+		}
+		p.ch = ch
+		return p
+	}
+}
+
+// armCmd lets a dialog opened by an event take keys after the grace period.
+func armCmd(id int, grace time.Duration) tea.Cmd {
+	return tea.Tick(grace, func(time.Time) tea.Msg { return dialogArmedMsg{Dialog: id} })
+}

@@ -1,0 +1,262 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/viewport"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/mcp-confirm/mcp-confirm/guard"
+	"github.com/mcp-confirm/mcp-confirm/pending"
+)
+
+// detailScreen is one call's whole journal history: arguments, key,
+// server, every attempt on a timeline, every decision with its evidence,
+// the proposed resolution, the conflict flag and whether a retry is known
+// to be safe.
+type detailScreen struct {
+	sh     *shared
+	keys   detailKeys
+	vp     viewport.Model
+	call   pending.Call
+	loaded bool // call has attempts and decisions
+	err    error
+	w, h   int
+}
+
+func newDetailScreen(sh *shared) *detailScreen {
+	vp := viewport.New(80, 10)
+	vp.KeyMap = viewport.KeyMap{} // keys come from detailKeys
+	return &detailScreen{sh: sh, keys: defaultDetailKeys(), vp: vp}
+}
+
+func (d *detailScreen) SetSize(w, h int) {
+	d.w, d.h = w, h
+	d.vp.Width, d.vp.Height = w, max(1, h)
+	d.refresh()
+}
+
+// open shows a list row at once; the full call follows (callLoadedMsg).
+func (d *detailScreen) open(c pending.Call) {
+	d.call, d.loaded, d.err = c, false, nil
+	d.vp.GotoTop()
+	d.refresh()
+}
+
+// refresh re-renders the content (new data, new size, a clock tick).
+func (d *detailScreen) refresh() {
+	if d.call.ID == 0 {
+		return
+	}
+	d.vp.SetContent(d.content())
+}
+
+func (d *detailScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
+	switch msg := msg.(type) {
+	case callLoadedMsg:
+		if msg.ID != d.call.ID {
+			return d, nil
+		}
+		if msg.Err != nil {
+			d.err = msg.Err
+		} else {
+			d.call, d.loaded, d.err = msg.Call, true, nil
+		}
+		d.refresh()
+		return d, nil
+	case tea.KeyMsg:
+		switch {
+		case key.Matches(msg, d.keys.Back):
+			return d, showScreen(screenList, "")
+		case key.Matches(msg, d.keys.Down):
+			d.vp.ScrollDown(1)
+		case key.Matches(msg, d.keys.Up):
+			d.vp.ScrollUp(1)
+		case key.Matches(msg, d.keys.PageDown):
+			d.vp.PageDown()
+		case key.Matches(msg, d.keys.PageUp):
+			d.vp.PageUp()
+		}
+	}
+	return d, nil
+}
+
+func (d *detailScreen) View() string { return d.vp.View() }
+
+func (d *detailScreen) ShortHelp() []key.Binding {
+	k := d.keys
+	return []key.Binding{k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Back, k.Down}
+}
+
+func (d *detailScreen) FullHelp() [][]key.Binding {
+	k := d.keys
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Back}, {k.Query, k.Retry, k.Abandon, k.Mark, k.Note}}
+}
+
+// content is the whole history as text, wrapped to the width.
+func (d *detailScreen) content() string {
+	st := d.sh.st
+	c := d.call
+	w := max(20, d.w)
+	label := func(s string) string { return st.Label.Render(pad(s, 11)) }
+	var b strings.Builder
+	line := func(s string) { b.WriteString(wrap(s, w)); b.WriteByte('\n') }
+
+	line(st.Bold.Render(clean(c.Tool)) + st.Faint.Render(fmt.Sprintf("  call %d  ", c.ID)) + d.sh.st.stateLabel(c.State) + st.Subtle.Render(reasonSuffix(c)))
+	if d.err != nil {
+		line(st.ErrorLine.Render("cannot read the call: " + errLine(d.err)))
+	}
+	if c.Conflict {
+		line(st.Bad.Render(wrap("CONFLICT: "+clean(c.ConflictNote), w)))
+	}
+	line("")
+	line(label("key") + clean(c.Key))
+	srv := clean(c.Server)
+	if c.ServerAlias != "" {
+		srv += " (config name " + clean(c.ServerAlias) + ")"
+	}
+	line(label("server") + srv)
+	line(label("kind") + string(c.Kind) + st.Faint.Render(" (from "+string(c.KindSource)+")"))
+	line(label("retry") + retrySafety(d.sh, c))
+	prop := st.Faint.Render("none yet: s runs the query")
+	if c.Proposal != "" {
+		prop = st.Info.Render(clean(c.Proposal))
+	}
+	line(label("proposal") + prop)
+	line(label("created") + stamp(c.CreatedAt) + st.Faint.Render(" ("+age(d.sh.now.Sub(c.CreatedAt))+" ago)"))
+	line(label("updated") + stamp(c.UpdatedAt))
+	line("")
+	line(st.Section.Render("Arguments") + st.Faint.Render("  (as journaled; redacted fields show "+guard.Redacted+")"))
+	for _, l := range strings.Split(prettyJSON(c.Args), "\n") {
+		line("  " + l)
+	}
+	line("")
+	if !d.loaded {
+		line(st.Faint.Render("reading attempts and decisions…"))
+		return b.String()
+	}
+	line(st.Section.Render(fmt.Sprintf("Attempts (%d)", len(c.Attempts))))
+	for _, a := range c.Attempts {
+		for _, l := range d.attemptLines(a, w) {
+			line(l)
+		}
+	}
+	line("")
+	line(st.Section.Render(fmt.Sprintf("Decisions (%d)", len(c.Decisions))))
+	if len(c.Decisions) == 0 {
+		line(st.Faint.Render("  none yet"))
+	}
+	for _, dc := range c.Decisions {
+		for _, l := range d.decisionLines(dc, w) {
+			line(l)
+		}
+	}
+	return b.String()
+}
+
+func reasonSuffix(c pending.Call) string {
+	if c.Reason == "" {
+		return ""
+	}
+	return " — " + clean(c.Reason)
+}
+
+// attemptLines is one attempt on the timeline: session, JSON-RPC id, sent,
+// ended, duration, outcome, which clock fired, and what came back.
+func (d *detailScreen) attemptLines(a pending.Attempt, w int) []string {
+	st := d.sh.st
+	out := fmt.Sprintf("  #%d  session %d", a.N, a.Session)
+	if a.RPCID != "" {
+		out += " · rpc id " + clean(a.RPCID)
+	}
+	out += " · sent " + clock(a.SentAt)
+	if a.EndedAt != nil {
+		out += " · ended " + clock(*a.EndedAt) + " (" + elapsed(a.EndedAt.Sub(a.SentAt)) + ")"
+	} else {
+		out += " · not ended"
+	}
+	outcome := a.Outcome
+	if a.Reason != "" {
+		outcome += ": " + clean(a.Reason)
+	}
+	if a.Clock != "" {
+		outcome += " [" + clean(a.Clock) + " clock fired]"
+	}
+	if a.Late {
+		outcome += " (answer came late)"
+	}
+	os := st.Subtle
+	switch a.Outcome {
+	case pending.OutcomeUnknown:
+		os = st.State[pending.StateUnknown]
+	case pending.OutcomeSucceeded:
+		os = st.State[pending.StateSucceeded]
+	case pending.OutcomeFailed:
+		os = st.State[pending.StateFailed]
+	}
+	lines := []string{trunc(out, w), "      " + os.Render(trunc(outcome, w-6))}
+	if r := resultText(a.Result); r != "" {
+		lines = append(lines, indent(wrap("result: "+r, w-6), "      ")...)
+	}
+	if e := rpcErrorText(a.Error); e != "" {
+		lines = append(lines, indent(wrap(e, w-6), "      ")...)
+	}
+	return lines
+}
+
+// decisionLines is one decision: who, when, note, evidence.
+func (d *detailScreen) decisionLines(dc pending.Decision, w int) []string {
+	st := d.sh.st
+	head := fmt.Sprintf("  %s  %s by %s", stamp(dc.At), dc.Action, clean(dc.Operator))
+	if dc.Attempt > 0 {
+		head += fmt.Sprintf(" → attempt #%d", dc.Attempt)
+	}
+	lines := []string{st.Bold.Render(trunc(head, w))}
+	if dc.Note != "" {
+		lines = append(lines, indent(wrap("note: "+cleanBlock(dc.Note), w-6), "      ")...)
+	}
+	if ev := evidenceText(dc.Evidence); ev != "" {
+		lines = append(lines, indent(wrap("evidence: "+ev, w-6), "      ")...)
+	}
+	return lines
+}
+
+// evidenceText summarises a decision's evidence: a query's tool, arguments
+// and result, or whatever JSON was stored.
+func evidenceText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var q struct {
+		Tool   string          `json:"tool"`
+		Args   json.RawMessage `json:"args"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(raw, &q) == nil && q.Tool != "" {
+		s := clean(q.Tool) + " " + clean(string(q.Args)) + " → "
+		if r := resultText(q.Result); r != "" {
+			return s + r
+		}
+		return s + rpcErrorText(q.Error)
+	}
+	return prettyJSON(raw)
+}
+
+func indent(s, prefix string) []string {
+	ls := strings.Split(s, "\n")
+	for i := range ls {
+		ls[i] = prefix + ls[i]
+	}
+	return ls
+}
+
+// stamp is a time as the journal means it: UTC, to the second.
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+
+// clock is a time of day with milliseconds, for the attempt timeline.
+func clock(t time.Time) string { return t.UTC().Format("15:04:05.000") }

@@ -1,0 +1,253 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/spinner"
+	"github.com/charmbracelet/bubbles/textarea"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/mcp-confirm/mcp-confirm/guard"
+	"github.com/mcp-confirm/mcp-confirm/mcpclient"
+	"github.com/mcp-confirm/mcp-confirm/pending"
+)
+
+// formScreen is the new-call editor: a tool's arguments as JSON, pre-filled
+// from its input schema, validated before anything is sent, then sent
+// through the guard with a spinner, the elapsed time and, when the server
+// reports it, a progress bar.
+type formScreen struct {
+	sh   *shared
+	keys formKeys
+	tool toolInfo
+	ta   textarea.Model
+	spin spinner.Model
+
+	problems   []string
+	run        int // increments per send; results of older runs are ignored here
+	sending    bool
+	started    time.Time
+	now        time.Time // from the spinner's ticks while sending
+	progress   *mcpclient.Progress
+	progressCh <-chan progressMsg
+	done       *callDoneMsg
+	w, h       int
+}
+
+func newFormScreen(sh *shared) *formScreen {
+	ta := textarea.New()
+	ta.ShowLineNumbers = false
+	ta.Prompt = "│ "
+	ta.CharLimit = 64 << 10
+	ta.MaxHeight = 0
+	sp := spinner.New()
+	sp.Spinner = spinner.Dot
+	sp.Style = sh.st.Accent
+	return &formScreen{sh: sh, keys: defaultFormKeys(), ta: ta, spin: sp}
+}
+
+func (f *formScreen) SetSize(w, h int) {
+	f.w, f.h = w, h
+	f.ta.SetWidth(max(10, w-2))
+	f.ta.SetHeight(max(3, h-9))
+}
+
+// typing: the editor has the keys (q is a letter, not quit).
+func (f *formScreen) typing() bool { return !f.sending && f.done == nil }
+
+// open starts editing a call of t.
+func (f *formScreen) open(t toolInfo) tea.Cmd {
+	if f.sending {
+		return nil // one call at a time; the form shows the one in flight
+	}
+	f.tool, f.problems, f.done, f.progress = t, nil, nil, nil
+	f.ta.SetValue(prefill(t, f.sh.opts.Prefill[t.Tool.Name]))
+	return f.ta.Focus()
+}
+
+func (f *formScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
+	switch msg := msg.(type) {
+	case spinner.TickMsg:
+		if !f.sending {
+			return f, nil
+		}
+		f.now = msg.Time
+		var cmd tea.Cmd
+		f.spin, cmd = f.spin.Update(msg)
+		return f, cmd
+	case progressMsg:
+		if msg.Run == f.run {
+			p := msg.Progress
+			f.progress = &p
+		}
+		return f, listenProgressCmd(msg.Run, msg.ch)
+	case progressClosedMsg:
+		return f, nil
+	case tea.KeyMsg:
+		return f, f.onKey(msg)
+	}
+	if f.typing() {
+		var cmd tea.Cmd
+		f.ta, cmd = f.ta.Update(msg)
+		return f, cmd
+	}
+	return f, nil
+}
+
+func (f *formScreen) onKey(k tea.KeyMsg) tea.Cmd {
+	switch {
+	case key.Matches(k, f.keys.Back):
+		if f.sending {
+			return showScreen(screenList, "") // the call goes on; its outcome will show
+		}
+		f.done = nil
+		return showScreen(screenTools, "")
+	case f.done != nil:
+		if k.Type == tea.KeyEnter {
+			f.done = nil
+			return showScreen(screenList, "")
+		}
+		return nil
+	case f.sending:
+		return nil
+	case key.Matches(k, f.keys.Reset):
+		f.ta.SetValue(prefill(f.tool, f.sh.opts.Prefill[f.tool.Tool.Name]))
+		f.problems = nil
+		return nil
+	case key.Matches(k, f.keys.Send):
+		return f.send()
+	}
+	var cmd tea.Cmd
+	f.ta, cmd = f.ta.Update(k)
+	return cmd
+}
+
+// send validates, then starts the guarded call. Nothing is sent when the
+// arguments do not fit the schema.
+func (f *formScreen) send() tea.Cmd {
+	args, probs := validate(f.tool, f.ta.Value())
+	f.problems = probs
+	if len(probs) > 0 {
+		return nil
+	}
+	f.run++
+	f.sending, f.progress, f.done = true, nil, nil
+	f.started = f.sh.opts.Now()
+	f.now = f.started
+	f.ta.Blur()
+	ch := make(chan progressMsg, 1)
+	f.progressCh = ch
+	req := guard.Request{Tool: f.tool.Tool.Name, Args: args}
+	return tea.Batch(callCmd(f.sh.opts.Context, f.sh.opts.Engine, f.run, req, ch), listenProgressCmd(f.run, ch), f.spin.Tick)
+}
+
+// onDone records a finished call; the root decides what the operator sees.
+func (f *formScreen) onDone(msg callDoneMsg) bool {
+	if msg.Run == f.run {
+		f.sending = false
+		d := msg
+		f.done = &d
+	}
+	return true
+}
+
+func (f *formScreen) ShortHelp() []key.Binding {
+	if f.sending || f.done != nil {
+		return []key.Binding{f.keys.Back}
+	}
+	return []key.Binding{f.keys.Send, f.keys.Reset, f.keys.Back}
+}
+
+func (f *formScreen) FullHelp() [][]key.Binding { return [][]key.Binding{f.ShortHelp()} }
+
+func (f *formScreen) View() string {
+	st := f.sh.st
+	t := f.tool
+	var b strings.Builder
+	b.WriteString(kindBadge(st, t.Kind) + " " + st.Bold.Render(t.Name) + st.Faint.Render(" (kind from "+string(t.KindSource)+")") + "\n")
+	var what string
+	switch {
+	case t.Kind == pending.KindRead:
+		what = "A read: sent as is, retried on its own if it times out, not journaled."
+	case t.KeyArg != "":
+		what = "A write: it gets a fresh idempotency key (also sent as " + t.KeyArg + "), journaled before it is sent; never resent without you."
+	default:
+		what = "A write: it gets a fresh idempotency key (in _meta only: the tool declares no key argument), journaled before it is sent."
+	}
+	b.WriteString(st.Subtle.Render(trunc(what, f.w)) + "\n")
+	b.WriteString(st.Label.Render(trunc("arguments: "+argsSummary(t), f.w)) + "\n")
+	b.WriteString(f.ta.View() + "\n")
+	switch {
+	case f.sending:
+		b.WriteString(f.inFlightView())
+	case f.done != nil:
+		b.WriteString(f.doneView())
+	case len(f.problems) > 0:
+		b.WriteString(st.ErrorLine.Render("Not sent; fix the arguments:") + "\n")
+		for _, p := range f.problems[:min(3, len(f.problems))] {
+			b.WriteString(st.ErrorLine.Render(trunc("  • "+p, f.w)) + "\n")
+		}
+	default:
+		b.WriteString(st.Faint.Render("ctrl+s checks the arguments against the schema and sends; esc goes back.") + "\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// inFlightView: spinner, elapsed time, and progress when the server sends it.
+func (f *formScreen) inFlightView() string {
+	st := f.sh.st
+	el := f.now.Sub(f.started)
+	line := f.spin.View() + " " + st.Bold.Render("in flight") + st.Subtle.Render(fmt.Sprintf("  %s  waiting for %s", elapsed(el), f.tool.Name))
+	if to := f.sh.opts.WriteTimeout; to > 0 && f.tool.Kind == pending.KindWrite {
+		line += st.Faint.Render(fmt.Sprintf(" (no answer and no progress for %s → unknown)", to))
+	}
+	out := trunc(line, f.w) + "\n"
+	if p := f.progress; p != nil {
+		w := max(10, min(40, f.w-30))
+		out += progressBar(st, p.Progress, p.Total, w)
+		if p.Message != "" {
+			out += st.Subtle.Render("  " + trunc(clean(p.Message), f.w-w-14))
+		}
+		out += "\n"
+	}
+	return out
+}
+
+// progressBar draws progress; without a total it shows the count only.
+func progressBar(st *Styles, done, total float64, w int) string {
+	if total <= 0 {
+		return st.Accent.Render(fmt.Sprintf("progress %.0f", done))
+	}
+	frac := min(1, max(0, done/total))
+	full := int(frac * float64(w))
+	return st.BarFull.Render(strings.Repeat(BarFull, full)) + st.BarEmpty.Render(strings.Repeat(BarEmpty, w-full)) + fmt.Sprintf(" %3.0f%%", frac*100)
+}
+
+func (f *formScreen) doneView() string {
+	st := f.sh.st
+	d := f.done
+	if d.Err != nil {
+		return st.ErrorLine.Render(trunc("not sent: "+errLine(d.Err), f.w)) + "\n" + st.Faint.Render("esc: back to the tools") + "\n"
+	}
+	r := d.Result
+	head := stateWord(r.State)
+	if r.Call.ID != 0 {
+		head = fmt.Sprintf("call %d %s · key %s", r.Call.ID, stateWord(r.State), keyTail(r.Key))
+	}
+	if r.Replayed {
+		head += " · replayed by the server"
+	}
+	s := st.State[r.State]
+	out := s.Render(stateGlyph(r.State)+" "+head) + "\n"
+	text := resultText(r.Result)
+	if text == "" {
+		text = rpcErrorText(r.Error)
+	}
+	for _, l := range strings.Split(wrap(text, f.w-2), "\n")[:min(3, len(strings.Split(wrap(text, f.w-2), "\n")))] {
+		out += "  " + l + "\n"
+	}
+	return out + st.Faint.Render("enter: to the calls list · esc: back to the tools") + "\n"
+}

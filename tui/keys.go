@@ -1,0 +1,177 @@
+package tui
+
+import (
+	"slices"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+)
+
+// appKeys work on every screen (ctrl+c even in a dialog).
+type appKeys struct{ Help, Quit, ForceQuit key.Binding }
+
+func defaultAppKeys() appKeys {
+	return appKeys{
+		Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		Quit:      key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
+		ForceQuit: key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
+	}
+}
+
+// decisionKeys are the operator's decisions on the selected call (SPEC §4).
+// They are enabled or disabled as the selection's state allows.
+type decisionKeys struct{ Query, Retry, Abandon, Mark, Note key.Binding }
+
+func defaultDecisionKeys() decisionKeys {
+	return decisionKeys{
+		Query:   key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "query status")),
+		Retry:   key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "retry same key")),
+		Abandon: key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "abandon")),
+		Mark:    key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "mark applied")),
+		Note:    key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "note")),
+	}
+}
+
+func (k decisionKeys) all() []key.Binding {
+	return []key.Binding{k.Query, k.Retry, k.Abandon, k.Mark, k.Note}
+}
+
+// listKeys drive the calls screen.
+type listKeys struct {
+	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
+	NextTab, PrevTab, Filter, Detail        key.Binding
+	NewCall, Tools                          key.Binding
+	decisionKeys
+}
+
+func defaultListKeys() listKeys {
+	return listKeys{
+		Up:           key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
+		Down:         key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		PageUp:       key.NewBinding(key.WithKeys("pgup", "b"), key.WithHelp("pgup", "page up")),
+		PageDown:     key.NewBinding(key.WithKeys("pgdown", "f", " "), key.WithHelp("pgdn", "page down")),
+		Top:          key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("g", "oldest")),
+		Bottom:       key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("G", "newest")),
+		NextTab:      key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next state")),
+		PrevTab:      key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous state")),
+		Filter:       key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter by tool")),
+		Detail:       key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "details")),
+		NewCall:      key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "new call")),
+		Tools:        key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "tools")),
+		decisionKeys: defaultDecisionKeys(),
+	}
+}
+
+// detailKeys drive the detail screen.
+type detailKeys struct {
+	Up, Down, PageUp, PageDown, Back key.Binding
+	decisionKeys
+}
+
+func defaultDetailKeys() detailKeys {
+	return detailKeys{
+		Up:           key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "scroll up")),
+		Down:         key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "scroll down")),
+		PageUp:       key.NewBinding(key.WithKeys("pgup", "b"), key.WithHelp("pgup", "page up")),
+		PageDown:     key.NewBinding(key.WithKeys("pgdown", "f", " "), key.WithHelp("pgdn", "page down")),
+		Back:         key.NewBinding(key.WithKeys("esc", "backspace", "h", "left"), key.WithHelp("esc", "back to list")),
+		decisionKeys: defaultDecisionKeys(),
+	}
+}
+
+// toolsKeys drive the tools screen.
+type toolsKeys struct{ Up, Down, Select, Back key.Binding }
+
+func defaultToolsKeys() toolsKeys {
+	return toolsKeys{
+		Up:     key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
+		Down:   key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		Select: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "call it")),
+		Back:   key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
+	}
+}
+
+// formKeys drive the new-call form (a textarea has the other keys).
+type formKeys struct{ Send, Back, Reset key.Binding }
+
+func defaultFormKeys() formKeys {
+	return formKeys{
+		Send:  key.NewBinding(key.WithKeys("ctrl+s"), key.WithHelp("ctrl+s", "validate & send")),
+		Back:  key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
+		Reset: key.NewBinding(key.WithKeys("ctrl+r"), key.WithHelp("ctrl+r", "reset from schema")),
+	}
+}
+
+// dialogKeys answer a dialog. Enter takes the highlighted choice, which
+// starts on No.
+type dialogKeys struct{ Yes, No, Toggle, Choose key.Binding }
+
+func defaultDialogKeys() dialogKeys {
+	return dialogKeys{
+		Yes:    key.NewBinding(key.WithKeys("y", "Y"), key.WithHelp("y", "yes, proceed")),
+		No:     key.NewBinding(key.WithKeys("n", "N", "esc", "q"), key.WithHelp("n/esc", "no, cancel")),
+		Toggle: key.NewBinding(key.WithKeys("left", "right", "h", "l", "tab", "shift+tab"), key.WithHelp("←/→", "switch")),
+		Choose: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "choose highlighted")),
+	}
+}
+
+// inputDialogKeys answer a dialog whose focus is a text field, where
+// letters are text: only esc cancels and enter moves on.
+type inputDialogKeys struct{ Next, Cancel, Toggle key.Binding }
+
+func defaultInputDialogKeys() inputDialogKeys {
+	return inputDialogKeys{
+		Next:   key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "done with note")),
+		Cancel: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
+		Toggle: key.NewBinding(key.WithKeys("tab", "shift+tab"), key.WithHelp("tab", "to the buttons")),
+	}
+}
+
+// filterKeys drive the tool filter input.
+type filterKeys struct{ Apply, Cancel key.Binding }
+
+func defaultFilterKeys() filterKeys {
+	return filterKeys{
+		Apply:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "apply filter")),
+		Cancel: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
+	}
+}
+
+// pressedDisabled reports whether msg is one of b's keys while b is
+// disabled: the operator pressed an action the selection does not allow,
+// and deserves a one-line reason rather than silence.
+func pressedDisabled(msg tea.KeyMsg, b key.Binding) bool {
+	return !b.Enabled() && slices.Contains(b.Keys(), msg.String())
+}
+
+// KeyTable is the console's key reference as a Markdown table, generated
+// from the same key maps the console uses (the README's table is this
+// text; a test checks that they match).
+func KeyTable() string {
+	type row struct{ where, keys, does string }
+	var rows []row
+	add := func(where string, bs ...key.Binding) {
+		for _, b := range bs {
+			h := b.Help()
+			rows = append(rows, row{where, "`" + h.Key + "`", h.Desc})
+		}
+	}
+	l := defaultListKeys()
+	add("calls", l.Up, l.Down, l.PageUp, l.PageDown, l.Top, l.Bottom, l.NextTab, l.PrevTab, l.Filter, l.Detail, l.NewCall, l.Tools)
+	add("calls, detail", l.decisionKeys.all()...)
+	d := defaultDetailKeys()
+	add("detail", d.Back)
+	t := defaultToolsKeys()
+	add("tools", t.Select, t.Back)
+	f := defaultFormKeys()
+	add("new call", f.Send, f.Reset, f.Back)
+	dk := defaultDialogKeys()
+	add("dialog", dk.Yes, dk.No, dk.Choose, dk.Toggle)
+	a := defaultAppKeys()
+	add("anywhere", a.Help, a.Quit, a.ForceQuit)
+	out := "| where | key | does |\n| --- | --- | --- |\n"
+	for _, r := range rows {
+		out += "| " + r.where + " | " + r.keys + " | " + r.does + " |\n"
+	}
+	return out
+}

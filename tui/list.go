@@ -1,0 +1,587 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/mcp-confirm/mcp-confirm/guard"
+	"github.com/mcp-confirm/mcp-confirm/pending"
+)
+
+// tab is one state filter of the calls list. Work queues (unknown, in
+// flight, failed) are oldest first; history is newest first.
+type tab struct {
+	State       pending.State // "" for all
+	OldestFirst bool
+}
+
+var tabs = []tab{
+	{pending.StateUnknown, true},
+	{pending.StateInFlight, true},
+	{pending.StateFailed, true},
+	{pending.StateSucceeded, false},
+	{pending.StateApplied, false},
+	{pending.StateAbandoned, false},
+	{"", false},
+}
+
+// previewHeight is the lines under the list that describe the selection.
+const previewHeight = 6
+
+// listScreen is the calls list. It is virtualised: it holds one window of
+// rows read by keyset paging around what is on screen (a few pages), never
+// the journal, so a million calls cost what ten do.
+type listScreen struct {
+	sh   *shared
+	keys listKeys
+
+	tab       int
+	tool      string // exact tool filter; "" none
+	filtering bool
+	filter    textinput.Model
+	fkeys     filterKeys
+
+	rows    []pending.Call // the window, in list order
+	top     int            // first visible row in rows
+	cur     int            // selected row in rows
+	atStart bool           // nothing before rows[0]
+	atEnd   bool           // nothing after the last row
+	pos     int            // the selection's index in the whole list (estimated after jumps)
+
+	gen, minGen, applied int // load sequence: drop loads older than the tab or the last applied one
+	loading              bool
+	loaded               bool
+	err                  error
+	cnt                  map[pending.State]int
+
+	w, h int
+}
+
+func newListScreen(sh *shared) *listScreen {
+	ti := textinput.New()
+	ti.Prompt = "tool: "
+	ti.Placeholder = "exact tool name, enter to apply, esc to clear"
+	ti.CharLimit = 200
+	return &listScreen{sh: sh, keys: defaultListKeys(), filter: ti, fkeys: defaultFilterKeys(), cnt: map[pending.State]int{}}
+}
+
+func (l *listScreen) SetSize(w, h int) {
+	l.w, l.h = w, h
+	l.filter.Width = max(10, w-10)
+	l.clampView()
+}
+
+// page is the number of rows visible.
+func (l *listScreen) page() int {
+	h := l.h - 2 // tabs, header
+	if l.h >= 16 {
+		h -= previewHeight
+	}
+	if l.filtering || l.tool != "" {
+		h--
+	}
+	return max(h, 1)
+}
+
+func (l *listScreen) query() listQuery {
+	t := tabs[l.tab]
+	q := listQuery{Tool: l.tool, OldestFirst: t.OldestFirst}
+	if t.State != "" {
+		q.States = []pending.State{t.State}
+	}
+	return q
+}
+
+// load asks for a window; pages before and after the anchor.
+func (l *listScreen) load(kind anchorKind, anchor pending.Call, selectID int64) tea.Cmd {
+	if l.sh.opts.Journal == nil {
+		return nil
+	}
+	l.gen++
+	l.loading = true
+	p := l.page()
+	return loadWindowCmd(l.sh.opts.Journal, l.gen, l.query(), kind, anchor, 2*p, 3*p, selectID)
+}
+
+// reload starts the tab over (a new tab or filter): older loads are dropped.
+func (l *listScreen) reload(kind anchorKind) tea.Cmd {
+	cmd := l.load(kind, pending.Call{}, 0)
+	l.minGen = l.gen
+	l.pos = 0
+	return cmd
+}
+
+// refresh re-reads the window where it is (the journal changed).
+func (l *listScreen) refresh() tea.Cmd {
+	if len(l.rows) == 0 {
+		return l.load(anchorStart, pending.Call{}, 0)
+	}
+	return l.load(anchorAt, l.rows[l.top], 0)
+}
+
+// showCall switches to a state's tab and selects a call in it.
+func (l *listScreen) showCall(st pending.State, c pending.Call) tea.Cmd {
+	for i, t := range tabs {
+		if t.State == st {
+			l.tab = i
+		}
+	}
+	cmd := l.load(anchorAt, c, c.ID)
+	l.minGen = l.gen
+	return cmd
+}
+
+// onWindow applies a loaded window, keeping the selected and top rows
+// where they are (the operator may have moved while it loaded).
+func (l *listScreen) onWindow(msg windowLoadedMsg) tea.Cmd {
+	if msg.Gen < l.minGen || msg.Gen < l.applied {
+		return nil
+	}
+	l.applied = msg.Gen
+	if msg.Gen == l.gen {
+		l.loading = false
+	}
+	if msg.Err != nil {
+		l.err = msg.Err
+		return nil
+	}
+	l.err = nil
+	var selID, topID int64
+	if c, ok := l.selected(); ok {
+		selID, topID = c.ID, l.rows[l.top].ID
+	}
+	if msg.SelectID != 0 {
+		selID = msg.SelectID
+	}
+	first := !l.loaded
+	l.loaded = true
+	l.cnt = msg.Counts
+	l.rows, l.atStart, l.atEnd = msg.Calls, msg.AtStart, msg.AtEnd
+	l.top = min(msg.Anchor, max(0, len(l.rows)-1))
+	l.cur = l.top
+	if i := l.indexOf(topID); i >= 0 {
+		l.top = i
+	}
+	if i := l.indexOf(selID); i >= 0 {
+		l.cur = i
+	} else if !first && selID != 0 {
+		l.cur = min(l.top, max(0, len(l.rows)-1))
+	}
+	if msg.AtStart && l.cur < len(l.rows) {
+		l.pos = l.cur
+	}
+	if msg.AtEnd && len(l.rows) > 0 {
+		l.pos = l.total() - (len(l.rows) - l.cur)
+	}
+	l.clampView()
+	return nil
+}
+
+func (l *listScreen) indexOf(id int64) int {
+	if id == 0 {
+		return -1
+	}
+	for i := range l.rows {
+		if l.rows[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func (l *listScreen) counts() map[pending.State]int { return l.cnt }
+
+// total is the number of calls in the tab (unknown with a tool filter).
+func (l *listScreen) total() int {
+	st := tabs[l.tab].State
+	if st == "" {
+		n := 0
+		for _, v := range l.cnt {
+			n += v
+		}
+		return n
+	}
+	return l.cnt[st]
+}
+
+func (l *listScreen) selected() (pending.Call, bool) {
+	if l.cur < 0 || l.cur >= len(l.rows) {
+		return pending.Call{}, false
+	}
+	return l.rows[l.cur], true
+}
+
+// clampView keeps the selection on screen.
+func (l *listScreen) clampView() {
+	if len(l.rows) == 0 {
+		l.top, l.cur = 0, 0
+		return
+	}
+	l.cur = max(0, min(l.cur, len(l.rows)-1))
+	p := l.page()
+	if l.cur < l.top {
+		l.top = l.cur
+	}
+	if l.cur >= l.top+p {
+		l.top = l.cur - p + 1
+	}
+	l.top = max(0, min(l.top, len(l.rows)-1))
+}
+
+// move changes the selection by d rows, fetching the next window when the
+// selection nears an edge of the one held.
+func (l *listScreen) move(d int) tea.Cmd {
+	if len(l.rows) == 0 {
+		return nil
+	}
+	to := max(0, min(l.cur+d, len(l.rows)-1))
+	l.pos += to - l.cur
+	l.cur = to
+	if d > 1 || d < -1 {
+		l.top += d
+	}
+	l.clampView()
+	p := l.page()
+	if l.loading {
+		return nil
+	}
+	if (!l.atEnd && len(l.rows)-1-l.cur < p) || (!l.atStart && l.cur < p) {
+		return l.load(anchorAt, l.rows[l.top], 0)
+	}
+	return nil
+}
+
+func (l *listScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
+	k, ok := msg.(tea.KeyMsg)
+	if !ok {
+		if l.filtering {
+			var cmd tea.Cmd
+			l.filter, cmd = l.filter.Update(msg)
+			return l, cmd
+		}
+		return l, nil
+	}
+	if l.filtering {
+		return l, l.updateFilter(k)
+	}
+	p := l.page()
+	switch {
+	case key.Matches(k, l.keys.Down):
+		return l, l.move(1)
+	case key.Matches(k, l.keys.Up):
+		return l, l.move(-1)
+	case key.Matches(k, l.keys.PageDown):
+		return l, l.move(p)
+	case key.Matches(k, l.keys.PageUp):
+		return l, l.move(-p)
+	case key.Matches(k, l.keys.Top):
+		return l, l.reload(anchorStart)
+	case key.Matches(k, l.keys.Bottom):
+		cmd := l.reload(anchorEnd)
+		l.pos = max(0, l.total()-1)
+		return l, cmd
+	case key.Matches(k, l.keys.NextTab):
+		l.tab = (l.tab + 1) % len(tabs)
+		return l, l.reload(anchorStart)
+	case key.Matches(k, l.keys.PrevTab):
+		l.tab = (l.tab + len(tabs) - 1) % len(tabs)
+		return l, l.reload(anchorStart)
+	case key.Matches(k, l.keys.Filter):
+		l.filtering = true
+		l.filter.SetValue(l.tool)
+		l.clampView()
+		return l, l.filter.Focus()
+	case key.Matches(k, l.keys.Detail):
+		if _, ok := l.selected(); ok {
+			return l, showScreen(screenDetail, "")
+		}
+	case key.Matches(k, l.keys.NewCall):
+		return l, showScreen(screenTools, "call")
+	case key.Matches(k, l.keys.Tools):
+		return l, showScreen(screenTools, "")
+	}
+	return l, nil
+}
+
+func (l *listScreen) updateFilter(k tea.KeyMsg) tea.Cmd {
+	switch {
+	case key.Matches(k, l.fkeys.Apply):
+		l.filtering = false
+		l.filter.Blur()
+		l.tool = strings.TrimSpace(l.filter.Value())
+		return l.reload(anchorStart)
+	case key.Matches(k, l.fkeys.Cancel):
+		l.filtering = false
+		l.filter.Blur()
+		had := l.tool != ""
+		l.tool = ""
+		if had {
+			return l.reload(anchorStart)
+		}
+		return nil
+	}
+	var cmd tea.Cmd
+	l.filter, cmd = l.filter.Update(k)
+	return cmd
+}
+
+func (l *listScreen) ShortHelp() []key.Binding {
+	if l.filtering {
+		return []key.Binding{l.fkeys.Apply, l.fkeys.Cancel}
+	}
+	k := l.keys
+	return []key.Binding{k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Detail, k.NewCall, k.NextTab}
+}
+
+func (l *listScreen) FullHelp() [][]key.Binding {
+	k := l.keys
+	return [][]key.Binding{
+		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
+		{k.NextTab, k.PrevTab, k.Filter, k.Detail, k.NewCall, k.Tools},
+		{k.Query, k.Retry, k.Abandon, k.Mark, k.Note},
+	}
+}
+
+// View draws tabs, the column header, the visible rows only, and the
+// preview of the selection.
+func (l *listScreen) View() string {
+	st := l.sh.st
+	var b strings.Builder
+	b.WriteString(l.tabsView())
+	b.WriteByte('\n')
+	if l.filtering {
+		b.WriteString(l.filter.View())
+		b.WriteByte('\n')
+	} else if l.tool != "" {
+		b.WriteString(st.Info.Render(trunc(fmt.Sprintf("filter: tool = %s   (/ to change, esc in the filter clears it)", clean(l.tool)), l.w)))
+		b.WriteByte('\n')
+	}
+	cols := l.columns()
+	b.WriteString(st.Row.Header.Render(l.header(cols)))
+	b.WriteByte('\n')
+	p := l.page()
+	switch {
+	case l.err != nil:
+		b.WriteString(st.ErrorLine.Render(trunc("cannot read the journal: "+errLine(l.err), l.w)))
+		b.WriteString(strings.Repeat("\n", p))
+	case len(l.rows) == 0:
+		b.WriteString(l.emptyView(p))
+	default:
+		end := min(len(l.rows), l.top+p)
+		for i := l.top; i < end; i++ {
+			b.WriteString(l.rowView(l.rows[i], i == l.cur, cols))
+			b.WriteByte('\n')
+		}
+		b.WriteString(strings.Repeat("\n", p-(end-l.top)))
+	}
+	if l.h >= 16 {
+		b.WriteString(l.previewView())
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func (l *listScreen) emptyView(p int) string {
+	st := l.sh.st
+	var msg string
+	switch {
+	case !l.loaded:
+		msg = "reading the journal…"
+	case tabs[l.tab].State == pending.StateUnknown:
+		msg = "No unknown calls: no write is waiting for a decision."
+		if l.sh.opts.Demo {
+			msg += " Press c to make one."
+		}
+	case tabs[l.tab].State == "":
+		msg = "The journal has no calls yet. Press c to call a tool."
+	default:
+		msg = fmt.Sprintf("No %s calls.", stateWord(tabs[l.tab].State))
+	}
+	lines := []string{"", "   " + st.Subtle.Render(msg)}
+	for len(lines) < p {
+		lines = append(lines, "")
+	}
+	return strings.Join(lines[:p], "\n") + "\n"
+}
+
+// tabsView is one tab per state with its count; inactive tabs shrink to a
+// glyph and a count when the window is narrow.
+func (l *listScreen) tabsView() string {
+	st := l.sh.st
+	render := func(short int) string {
+		parts := make([]string, len(tabs))
+		for i, t := range tabs {
+			glyph, word := GlyphAll, "all"
+			n := 0
+			if t.State == "" {
+				for _, v := range l.cnt {
+					n += v
+				}
+			} else {
+				glyph, word, n = stateGlyph(t.State), stateWord(t.State), l.cnt[t.State]
+			}
+			label := fmt.Sprintf("%s %s %d", glyph, word, n)
+			switch {
+			case i == l.tab:
+			case short == 1:
+				label = fmt.Sprintf("%s %d", word, n)
+			case short == 2:
+				label = fmt.Sprintf("%s %d", glyph, n)
+			}
+			if i == l.tab {
+				parts[i] = st.Tab.Active.Render("[" + label + "]")
+			} else {
+				s := st.Tab.Inactive
+				if t.State != "" {
+					s = st.State[t.State]
+				}
+				parts[i] = s.Render(" " + label + " ")
+			}
+		}
+		return strings.Join(parts, "")
+	}
+	s := render(0)
+	for short := 1; short <= 2 && ansi.StringWidth(s) > l.w; short++ {
+		s = render(short)
+	}
+	return trunc(s, l.w)
+}
+
+// columns are the widths of the row's columns for the window width.
+type columns struct{ age, tool, args, key, tries, why int }
+
+func (l *listScreen) columns() columns {
+	c := columns{age: 4, tool: 14, key: 7, tries: 3, why: 18}
+	if tabs[l.tab].State == "" {
+		c.why = 24
+	}
+	fixed := 2 + 2 + c.age + 1 + c.tool + 1 + 1 + c.key + 1 + c.tries + 1 + c.why
+	c.args = l.w - fixed
+	if c.args < 12 { // narrow: the why column gives way first
+		c.why = max(8, c.why-(12-c.args))
+		c.args = l.w - (fixed - 18 + c.why)
+	}
+	c.args = max(c.args, 4)
+	return c
+}
+
+func (l *listScreen) header(c columns) string {
+	pos := ""
+	if n := l.total(); n > 0 && len(l.rows) > 0 {
+		pos = fmt.Sprintf("%d/%d", min(l.pos+1, n), n)
+	}
+	why := "WHY"
+	if tabs[l.tab].State == "" {
+		why = "STATE · WHY"
+	}
+	h := "    " + pad("AGE", c.age) + " " + pad("TOOL", c.tool) + " " + pad("ARGS", c.args) + " " + pad("KEY", c.key) + " " + padLeft("TRY", c.tries) + " " + why
+	if pos != "" {
+		gap := l.w - ansi.StringWidth(h) - ansi.StringWidth(pos)
+		if gap > 1 {
+			h += strings.Repeat(" ", gap) + pos
+		}
+	}
+	return trunc(h, l.w)
+}
+
+// rowView is one call: marker, state glyph, age, tool, short arguments,
+// key tail, attempts and why. Server text is sanitised before styling.
+func (l *listScreen) rowView(c pending.Call, sel bool, cols columns) string {
+	st := l.sh.st
+	marker := "  "
+	if sel {
+		marker = GlyphSelected + " "
+	}
+	why := clean(c.Reason)
+	if c.Conflict {
+		why = "CONFLICT " + why
+	}
+	if tabs[l.tab].State == "" {
+		why = stateWord(c.State) + " " + why
+	}
+	if why == "" {
+		why = "—"
+	}
+	rs := st.Row.Normal
+	if sel {
+		rs = st.Row.Selected
+	}
+	text := pad(age(l.sh.now.Sub(c.CreatedAt)), cols.age) + " " +
+		pad(clean(c.Tool), cols.tool) + " " +
+		pad(shortArgs(c.Args), cols.args) + " " +
+		pad(keyTail(c.Key), cols.key) + " " +
+		padLeft(fmt.Sprint(c.AttemptCount), cols.tries) + " " +
+		pad(why, cols.why)
+	glyph := st.State[c.State].Render(stateGlyph(c.State)) + rs.Render(" ")
+	return rs.Render(marker) + glyph + rs.Render(pad(text, max(0, l.w-4)))
+}
+
+// previewView describes the selected call under the list: the detail a
+// decision needs, without leaving the list.
+func (l *listScreen) previewView() string {
+	st := l.sh.st
+	c, ok := l.selected()
+	rule := func(title string) string {
+		t := GlyphRule + " " + title + " "
+		return st.Faint.Render(t + strings.Repeat(GlyphRule, max(0, l.w-ansi.StringWidth(t))))
+	}
+	if !ok {
+		return rule("no call selected") + strings.Repeat("\n", previewHeight-1)
+	}
+	label := st.Label.Render
+	lines := []string{
+		rule(fmt.Sprintf("call %d · %s · %s", c.ID, clean(c.Tool), stateWord(c.State))),
+		label("key    ") + clean(c.Key) + label("   server ") + clean(c.Server) + label("   kind ") + string(c.Kind) + label(" ("+string(c.KindSource)+")"),
+		label("args   ") + shortArgs(c.Args),
+	}
+	why := clean(c.Reason)
+	if why == "" {
+		why = "—"
+	}
+	status := label("why    ") + why + label(" · ") + plural(c.AttemptCount, "attempt") + label(" · created ") + age(l.sh.now.Sub(c.CreatedAt)) + " ago"
+	lines = append(lines, status)
+	switch {
+	case c.Conflict:
+		lines = append(lines, st.Bad.Render("CONFLICT: "+clean(c.ConflictNote)))
+	case c.Proposal != "":
+		lines = append(lines, label("query  ")+st.Info.Render(clean(c.Proposal)))
+	default:
+		lines = append(lines, label("query  ")+st.Faint.Render("not queried yet"))
+	}
+	lines = append(lines, label("retry  ")+retrySafety(l.sh, c))
+	for i := range lines {
+		lines[i] = trunc(lines[i], l.w)
+	}
+	return strings.Join(lines[:previewHeight], "\n")
+}
+
+// retrySafety says in a phrase whether a retry is known to be safe.
+func retrySafety(sh *shared, c pending.Call) string {
+	st := sh.st
+	t, ok := sh.tool(c.Tool)
+	switch {
+	case !ok && !sh.toolsLoaded:
+		return st.Faint.Render("unknown until the server lists its tools")
+	case !ok:
+		return st.Warn.Render("the server no longer lists " + clean(c.Tool))
+	case t.KeyArg != "":
+		return st.Good.Render("safe: " + t.Name + " declares " + t.KeyArg + "; a completed first attempt is replayed, not repeated")
+	}
+	return st.Warn.Render("not known to be safe: " + t.Name + " declares no key argument (r asks you to type retry)")
+}
+
+// queryPlan is the query a decision runs for c: the policy's, or none.
+func queryPlan(p *guard.Policy, c pending.Call) (tool string, args map[string]any) {
+	if p == nil {
+		return "", nil
+	}
+	tp, ok := p.Tools[c.Tool]
+	if !ok || tp.QueryTool == "" {
+		return "", nil
+	}
+	return tp.QueryTool, tp.QueryArgs
+}

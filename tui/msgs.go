@@ -1,0 +1,117 @@
+package tui
+
+import (
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/guard"
+	"github.com/mcp-confirm/mcp-confirm/mcpclient"
+	"github.com/mcp-confirm/mcp-confirm/pending"
+)
+
+// Messages are named for what happened and carry the call ID they concern;
+// handlers find rows by ID, never by cursor position.
+
+// tickMsg is the clock: ages and the in-flight timer come from it, and it
+// carries a snapshot of the server's state for the status bar.
+type tickMsg struct {
+	Now    time.Time
+	Server serverSnap
+}
+
+// serverSnap is what the status bar shows of the server.
+type serverSnap struct {
+	Name    string
+	State   mcpclient.SessionState
+	Session int
+}
+
+// windowLoadedMsg is one keyset page of the calls list around an anchor,
+// with the per-state counts read in the same command.
+type windowLoadedMsg struct {
+	Gen      int // the list's generation when the load was asked for; stale loads are dropped
+	Calls    []pending.Call
+	Anchor   int // index in Calls of the anchor row (the row to keep at the top)
+	AtStart  bool
+	AtEnd    bool
+	Counts   map[pending.State]int
+	SelectID int64 // keep the cursor on this call if it is in the window
+	Err      error
+}
+
+// callLoadedMsg is one call with its attempts and decisions (detail).
+type callLoadedMsg struct {
+	ID   int64
+	Call pending.Call
+	Err  error
+}
+
+// toolsLoadedMsg is the server's tools, classified by the guard.
+type toolsLoadedMsg struct {
+	Tools []toolInfo
+	Err   error
+}
+
+// toolInfo is a tool as the console shows it.
+type toolInfo struct {
+	Tool       mcp.Tool
+	Name       string // sanitised
+	Desc       string // sanitised, one line
+	Kind       pending.Kind
+	KindSource pending.KindSource
+	KeyArg     string
+}
+
+// journalChangedMsg: the journal changed (this or another process).
+type journalChangedMsg struct{}
+
+// Decision results.
+type (
+	queriedMsg struct {
+		ID     int64
+		Tool   string
+		Key    string
+		Result guard.Result
+		Err    error
+	}
+	retriedMsg struct {
+		ID     int64
+		Tool   string
+		Key    string
+		Result guard.Result
+		Err    error
+	}
+	decidedMsg struct { // abandon, mark, note
+		ID     int64
+		Tool   string
+		Key    string
+		Action pending.Action
+		Err    error
+	}
+)
+
+// New calls.
+type (
+	// callDoneMsg: a call started from the console has an outcome.
+	callDoneMsg struct {
+		Run    int // which run of the form
+		Tool   string
+		Result guard.Result
+		Err    error
+	}
+	// progressMsg: the server reported progress on an in-flight call.
+	progressMsg struct {
+		Run      int
+		Progress mcpclient.Progress
+		ch       <-chan progressMsg // where the next one will come from
+	}
+	// progressClosedMsg: no more progress will come for that run.
+	progressClosedMsg struct{ Run int }
+)
+
+// dialogArmedMsg: a dialog opened by an event now takes keys.
+type dialogArmedMsg struct{ Dialog int }
+
+// errMsg is an error not tied to a call.
+type errMsg struct{ Err error }

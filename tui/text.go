@@ -1,0 +1,210 @@
+package tui
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/mcp-confirm/mcp-confirm/termtext"
+)
+
+// clean makes one line of untrusted text (a tool name, a reason, an error)
+// inert: escape sequences and controls go (termtext.Line), and so do the
+// bidirectional controls that could make a line read other than it is
+// stored. Everything from a server passes here before it is styled or
+// truncated.
+func clean(s string) string { return dropBidi(termtext.Line(s)) }
+
+// cleanBlock is clean for multi-line text (descriptions, results): newlines
+// stay, tabs become spaces.
+func cleanBlock(s string) string {
+	return strings.ReplaceAll(dropBidi(termtext.Strip(s)), "\t", "    ")
+}
+
+// dropBidi removes Unicode bidirectional formatting characters (LRM, RLM,
+// ALM, the embeddings, overrides and isolates), which termtext keeps.
+func dropBidi(s string) string {
+	if !strings.ContainsFunc(s, isBidi) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if isBidi(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+func isBidi(r rune) bool {
+	return r == 0x200e || r == 0x200f || r == 0x061c || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+}
+
+// trunc cuts s to w cells with an ellipsis, measuring as the terminal does.
+func trunc(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	return ansi.Truncate(s, w, "…")
+}
+
+// pad truncates or right-pads s to exactly w cells.
+func pad(s string, w int) string {
+	s = trunc(s, w)
+	if n := ansi.StringWidth(s); n < w {
+		s += strings.Repeat(" ", w-n)
+	}
+	return s
+}
+
+// padLeft right-aligns s in w cells.
+func padLeft(s string, w int) string {
+	s = trunc(s, w)
+	if n := ansi.StringWidth(s); n < w {
+		s = strings.Repeat(" ", w-n) + s
+	}
+	return s
+}
+
+// keyTail is the last six characters of a key, the part a person compares.
+func keyTail(k string) string {
+	k = clean(k)
+	if len(k) <= 6 {
+		return k
+	}
+	return GlyphKeyTail + k[len(k)-6:]
+}
+
+// age is a short duration: 12s, 4m, 3h, 2d.
+func age(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// elapsed is a duration with one decimal for the in-flight clock: 3.4s.
+func elapsed(d time.Duration) string {
+	if d < time.Minute {
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	return d.Truncate(time.Second).String()
+}
+
+// shortArgs renders a stored argument object on one line as k=v pairs in
+// key order: the part of a call a person scans for in a list.
+func shortArgs(raw json.RawMessage) string {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return clean(string(raw))
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		v := string(m[k])
+		var s string
+		if json.Unmarshal(m[k], &s) == nil {
+			v = s
+		}
+		b.WriteString(clean(k))
+		b.WriteByte('=')
+		b.WriteString(clean(v))
+	}
+	return b.String()
+}
+
+// prettyJSON indents JSON for display and sanitises it (JSON escapes
+// controls inside strings, but not C1 or bidi characters).
+func prettyJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return cleanBlock(string(raw))
+	}
+	return cleanBlock(buf.String())
+}
+
+// resultText summarises a CallToolResult: its text content, then its
+// structured content as compact JSON, sanitised.
+func resultText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var r struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
+		IsError           bool            `json:"isError"`
+	}
+	if json.Unmarshal(raw, &r) != nil {
+		return cleanBlock(string(raw))
+	}
+	var parts []string
+	for _, c := range r.Content {
+		if c.Type == "text" && c.Text != "" {
+			parts = append(parts, cleanBlock(c.Text))
+		} else if c.Type != "" && c.Type != "text" {
+			parts = append(parts, "["+clean(c.Type)+" content]")
+		}
+	}
+	if len(r.StructuredContent) > 0 && string(r.StructuredContent) != "null" {
+		var buf bytes.Buffer
+		if json.Compact(&buf, r.StructuredContent) == nil {
+			parts = append(parts, cleanBlock(buf.String()))
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// rpcErrorText renders a stored JSON-RPC error.
+func rpcErrorText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var e struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(raw, &e) != nil {
+		return cleanBlock(string(raw))
+	}
+	return fmt.Sprintf("error %d: %s", e.Code, clean(e.Message))
+}
+
+// wrap breaks text to width cells (words where possible).
+func wrap(s string, w int) string {
+	if w < 10 {
+		w = 10
+	}
+	return ansi.Wrap(s, w, "")
+}
+
+// plural is "1 attempt" / "2 attempts".
+func plural(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}

@@ -1,0 +1,168 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/mcp-confirm/mcp-confirm/pending"
+)
+
+// toolsScreen lists the server's tools with their kind (read or write) and
+// where the kind came from; enter opens the new-call editor for one.
+type toolsScreen struct {
+	sh          *shared
+	keys        toolsKeys
+	cur         int
+	top         int
+	pickForCall bool // opened by c: the title says to pick a tool
+	w, h        int
+}
+
+func newToolsScreen(sh *shared) *toolsScreen {
+	return &toolsScreen{sh: sh, keys: defaultToolsKeys()}
+}
+
+func (t *toolsScreen) SetSize(w, h int) {
+	t.w, t.h = w, h
+	t.clamp()
+}
+
+// onTools keeps the cursor in range after the tools are (re)listed.
+func (t *toolsScreen) onTools() {
+	t.cur = max(0, min(t.cur, len(t.sh.tools)-1))
+	t.clamp()
+}
+
+// clamp keeps the cursor's row on screen.
+func (t *toolsScreen) clamp() {
+	listH := max(1, t.h-2-7-1)
+	if t.cur < t.top {
+		t.top = t.cur
+	}
+	if t.cur >= t.top+listH {
+		t.top = t.cur - listH + 1
+	}
+}
+
+func (t *toolsScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
+	k, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return t, nil
+	}
+	n := len(t.sh.tools)
+	switch {
+	case key.Matches(k, t.keys.Down) && n > 0:
+		t.cur = min(t.cur+1, n-1)
+		t.clamp()
+	case key.Matches(k, t.keys.Up) && n > 0:
+		t.cur = max(t.cur-1, 0)
+		t.clamp()
+	case key.Matches(k, t.keys.Select) && n > 0:
+		return t, showScreen(screenForm, t.sh.tools[t.cur].Tool.Name)
+	case key.Matches(k, t.keys.Back):
+		return t, showScreen(screenList, "")
+	}
+	return t, nil
+}
+
+func (t *toolsScreen) ShortHelp() []key.Binding {
+	return []key.Binding{t.keys.Up, t.keys.Down, t.keys.Select, t.keys.Back}
+}
+
+func (t *toolsScreen) FullHelp() [][]key.Binding { return [][]key.Binding{t.ShortHelp()} }
+
+// kindBadge is "W write" or "R read": a letter and a word, in colour.
+func kindBadge(st *Styles, k pending.Kind) string {
+	if k == pending.KindRead {
+		return st.Badge.Read.Render(GlyphRead + " read ")
+	}
+	return st.Badge.Write.Render(GlyphWrite + " write")
+}
+
+func (t *toolsScreen) View() string {
+	st := t.sh.st
+	var b strings.Builder
+	name := clean(t.sh.server.Name)
+	if name == "" {
+		name = "the server"
+	}
+	switch {
+	case t.sh.toolsErr != nil:
+		b.WriteString(st.ErrorLine.Render(trunc("cannot list the tools of "+name+": "+errLine(t.sh.toolsErr), t.w)))
+		return b.String()
+	case !t.sh.toolsLoaded:
+		return st.Subtle.Render("starting " + name + " and listing its tools…")
+	case len(t.sh.tools) == 0:
+		return st.Subtle.Render(name + " lists no tools.")
+	}
+	head := fmt.Sprintf("%d tools on %s", len(t.sh.tools), name)
+	if t.pickForCall {
+		head = "Pick the tool to call (enter). Writes get an idempotency key and a journal entry before they are sent."
+	}
+	b.WriteString(st.Subtle.Render(trunc(head, t.w)) + "\n\n")
+	nameW := 4
+	for _, ti := range t.sh.tools {
+		nameW = max(nameW, min(24, ansi.StringWidth(ti.Name)))
+	}
+	descH := 7
+	listH := max(1, t.h-2-descH-1)
+	top := max(0, min(t.top, len(t.sh.tools)-1))
+	end := min(len(t.sh.tools), top+listH)
+	for i := top; i < end; i++ {
+		ti := t.sh.tools[i]
+		marker := "  "
+		rs := st.Row.Normal
+		if i == t.cur {
+			marker, rs = GlyphSelected+" ", st.Row.Selected
+		}
+		from := "kind from " + string(ti.KindSource)
+		if ti.KeyArg != "" {
+			from += " · key arg " + ti.KeyArg
+		}
+		line := rs.Render(marker) + kindBadge(st, ti.Kind) + rs.Render(" "+pad(ti.Name, nameW)+"  ") + st.Faint.Render(from)
+		b.WriteString(trunc(line, t.w) + "\n")
+	}
+	for i := end - top; i < listH; i++ {
+		b.WriteString("\n")
+	}
+	ti := t.sh.tools[t.cur]
+	rule := GlyphRule + " " + ti.Name + " "
+	b.WriteString(st.Faint.Render(rule+strings.Repeat(GlyphRule, max(0, t.w-ansi.StringWidth(rule)))) + "\n")
+	desc := cleanBlock(ti.Tool.Description)
+	if desc == "" {
+		desc = "(no description)"
+	}
+	var kind string
+	switch ti.KindSource {
+	case pending.KindFromPolicy:
+		kind = "the policy says it is a " + string(ti.Kind)
+	case pending.KindFromAnnotation:
+		kind = "the server's readOnlyHint says " + string(ti.Kind) + " (an untrusted hint; the policy can override it)"
+	default:
+		kind = "no policy and no readOnlyHint: treated as a write, the safe default"
+	}
+	var bottom []string
+	bottom = append(bottom, firstLines(wrap(st.Label.Render("arguments: ")+argsSummary(ti), t.w), 2)...)
+	bottom = append(bottom, firstLines(wrap(st.Label.Render("kind: ")+kind, t.w), 2)...)
+	lines := firstLines(wrap(desc, t.w), max(1, descH-len(bottom)))
+	lines = append(lines, bottom...)
+	for i := range lines {
+		lines[i] = trunc(lines[i], t.w)
+	}
+	b.WriteString(strings.Join(lines, "\n"))
+	return b.String()
+}
+
+// firstLines keeps the first n lines of s, marking a cut with "…".
+func firstLines(s string, n int) []string {
+	ls := strings.Split(s, "\n")
+	if len(ls) > n {
+		ls = ls[:n]
+		ls[n-1] += "…"
+	}
+	return ls
+}
