@@ -1,0 +1,208 @@
+package proxy_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/guard"
+	"github.com/mcp-confirm/mcp-confirm/mcpclient"
+	"github.com/mcp-confirm/mcp-confirm/pending"
+	"github.com/mcp-confirm/mcp-confirm/proxy"
+)
+
+var order = map[string]any{"item": "widget", "quantity": 2, "buyer": "alice"}
+
+// The lost response, with an mcp-go host (2026-07-28 era upstream): the
+// write that times out is answered unknown, in words; the identical resend
+// is held and not sent; the server has exactly one order.
+func TestLostResponseIsUnknownAndResendIsHeld(t *testing.T) {
+	h := startProxy(t, demoSpec(t, "--hang-after-commit", "1"), func(o *proxy.Options) { o.Timeout = time.Second })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	r, err := h.call(ctx, "create_order", order)
+	if err != nil {
+		t.Fatalf("create_order: a host must get an answer it can read, not an error: %v", err)
+	}
+	st := status(t, r)
+	if !r.IsError || st["mcp-confirm"] != "unknown" || st["key"] == "" || st["call_id"] == nil {
+		t.Fatalf("want the unknown answer, got isError=%v structured=%v text=%q", r.IsError, st, text(r))
+	}
+	for _, want := range []string{"UNKNOWN", "Do NOT retry", "mcp-confirm", st["key"].(string)} {
+		if !strings.Contains(text(r), want) {
+			t.Errorf("unknown answer's text lacks %q: %q", want, text(r))
+		}
+	}
+	id := int64(st["call_id"].(float64))
+
+	r2, err := h.call(ctx, "create_order", order)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st2 := status(t, r2)
+	if !r2.IsError || st2["mcp-confirm"] != "held" || int64(st2["call_id"].(float64)) != id {
+		t.Fatalf("want the held answer naming call %d, got %v %q", id, st2, text(r2))
+	}
+
+	c := getCall(t, h.journal, id)
+	if c.State != pending.StateUnknown || len(c.Attempts) != 1 || c.Key != st["key"] || c.Reason != guard.ReasonIdleTimeout {
+		t.Fatalf("journal: state %s reason %q attempts %d key %q; want unknown, idle timeout, 1 attempt, key %v",
+			c.State, c.Reason, len(c.Attempts), c.Key, st["key"])
+	}
+	if n := len(calls(t, h.journal)); n != 1 {
+		t.Fatalf("journal has %d calls, want 1 (the held resend is not a call)", n)
+	}
+
+	r3, err := h.call(ctx, "find_orders", map[string]any{"buyer": "alice"})
+	if err != nil || r3.IsError {
+		t.Fatalf("find_orders: %v %q", err, text(r3))
+	}
+	orders, _ := status(t, r3)["orders"].([]any)
+	if len(orders) != 1 {
+		t.Fatalf("the server has %d orders, want exactly 1: %v", len(orders), status(t, r3))
+	}
+	if k := orders[0].(map[string]any)["idempotency_key"]; k != st["key"] {
+		t.Errorf("the order carries key %v, want the journal's %v", k, st["key"])
+	}
+}
+
+// pidSpec runs the demo server under a shell that writes its pid (exec
+// keeps the pid) to a file each time it starts.
+func pidSpec(t *testing.T, pidFile string, args ...string) mcpclient.ServerSpec {
+	t.Helper()
+	spec := demoSpec(t, args...)
+	script := `echo $$ > "$0"; exec "$@"`
+	return mcpclient.ServerSpec{Command: "/bin/sh", Args: append([]string{"-c", script, pidFile, spec.Command}, spec.Args...)}
+}
+
+func readPid(t *testing.T, f string) int {
+	t.Helper()
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("pid file %s: %v", f, err)
+	}
+	return pid
+}
+
+// waitProgress waits for the first progress notification the host gets for
+// its token: the server's progress, forwarded under the host's own token.
+func (h *host) waitProgress(t *testing.T, token string) mcp.JSONRPCNotification {
+	t.Helper()
+	deadline := time.After(60 * time.Second)
+	for {
+		select {
+		case n := <-h.notes:
+			if n.Method == string(mcp.MethodNotificationProgress) && n.Params.AdditionalFields["progressToken"] == token {
+				return n
+			}
+		case <-deadline:
+			t.Fatalf("no progress for token %s", token)
+		}
+	}
+}
+
+// The downstream server dies mid-call: the host gets the unknown answer;
+// the next call starts a new server process and works; stderr says so.
+func TestDownstreamKilledMidCall(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "server.pid")
+	h := startProxy(t, pidSpec(t, pidFile, "--delay", "60s"), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	first := readPid(t, pidFile)
+
+	type answer struct {
+		r   *mcp.CallToolResult
+		err error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		r, err := h.call(ctx, "create_order", order)
+		got <- answer{r, err}
+	}()
+	n := h.waitProgress(t, "host-token-create_order")
+	if _, ok := n.Params.AdditionalFields["progress"]; !ok {
+		t.Errorf("forwarded progress lacks progress: %v", n.Params.AdditionalFields)
+	}
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	a := <-got
+	if a.err != nil {
+		t.Fatalf("create_order: %v", a.err)
+	}
+	st := status(t, a.r)
+	if !a.r.IsError || st["mcp-confirm"] != "unknown" {
+		t.Fatalf("want the unknown answer, got %v %q", st, text(a.r))
+	}
+	if !strings.Contains(text(a.r), "connection to the server was lost") {
+		t.Errorf("the answer should say the connection was lost: %q", text(a.r))
+	}
+	c := getCall(t, h.journal, int64(st["call_id"].(float64)))
+	if c.State != pending.StateUnknown || c.Reason != guard.ReasonConnectionLost {
+		t.Fatalf("journal: %s %q, want unknown, connection lost", c.State, c.Reason)
+	}
+
+	r, err := h.call(ctx, "get_budget", map[string]any{"buyer": "alice"})
+	if err != nil || r.IsError {
+		t.Fatalf("the call after the death must work on a new session: %v %q", err, text(r))
+	}
+	if second := readPid(t, pidFile); second == first {
+		t.Fatalf("the server was not restarted (pid %d both times)", first)
+	}
+	for _, want := range []string{"went away during a call", "restarted the MCP server"} {
+		if !strings.Contains(h.logs.String(), want) {
+			t.Errorf("the log does not say %q", want)
+		}
+	}
+}
+
+// The host cancels a write (notifications/cancelled): the cancel is
+// forwarded, and the call is journaled unknown unless an answer arrives.
+// The demo server answers a cancelled create_order with an isError result
+// ("context canceled", before committing anything), so here an answer does
+// arrive, and the call ends failed on the server's word. The answer comes
+// within the server's 60 s of work only because the cancel reached it.
+func TestHostCancelIsForwarded(t *testing.T) {
+	h := startProxy(t, demoSpec(t, "--delay", "60s"), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	callCtx, cancelCall := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := h.call(callCtx, "create_order", order)
+		errc <- err
+	}()
+	h.waitProgress(t, "host-token-create_order")
+	cancelCall() // mcp-go sends notifications/cancelled upstream
+	if err := <-errc; err == nil {
+		t.Fatal("the cancelled call returned no error to the host")
+	}
+	var c pending.Call
+	waitFor(t, "the server's answer to the forwarded cancel", func() bool {
+		cs := calls(t, h.journal)
+		if len(cs) == 1 && cs[0].State == pending.StateFailed {
+			c = getCall(t, h.journal, cs[0].ID)
+			return true
+		}
+		return false
+	})
+	if len(c.Attempts) != 1 || !strings.Contains(string(c.Attempts[0].Result), "context canceled") {
+		t.Fatalf("want one attempt answered \"context canceled\", got %d attempts, result %s", len(c.Attempts), c.Attempts[0].Result)
+	}
+	if !strings.Contains(h.logs.String(), "state=unknown reason=cancelled") && !strings.Contains(h.logs.String(), "state=failed") {
+		t.Errorf("the proxy log does not record the call's end")
+	}
+}
