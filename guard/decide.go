@@ -306,19 +306,49 @@ func (g *Guard) Note(ctx context.Context, id int64, note string) error {
 	return journalErr(g.j.Decide(ctx, id, pending.DecisionInput{Action: pending.ActionNote, Operator: g.opts.Operator, Note: note}))
 }
 
+// sentOn reports whether attempt a went out on session. The attempt's
+// session is the one its intent named; when the server had died since, the
+// request went out on a fresh session, which the rpc id records (see send).
+func sentOn(a pending.Attempt, session int) bool {
+	return a.Session == session || strings.HasSuffix(a.RPCID, sentSuffix(session))
+}
+
+func sentSuffix(session int) string { return fmt.Sprintf("(session %d)", session) }
+
 // HandleLateResult records an answer that arrived after its attempt ended
 // unknown (wire it to mcpclient.Options.OnLateResult). It never sends.
 func (g *Guard) HandleLateResult(lr mcpclient.LateResult) {
 	ctx := context.Background()
-	c, err := g.j.FindByKey(ctx, serverName(g.srv.ServerInfo()), lr.Tool, lr.Key)
-	if err != nil {
-		g.log.Warn("late result for an unknown key", "tool", lr.Tool, "err", err)
-		return
-	}
+	k := sendingKey(lr.Tool, lr.Key)
+	var c pending.Call
 	n := 0
-	for _, a := range c.Attempts {
-		if a.Session == lr.Session && a.Outcome == pending.OutcomeUnknown {
-			n = a.N // the latest unknown attempt on that session
+	// Twice at most: an attempt this process is sending may have its
+	// outcome recorded between the journal read and the look at g.sending.
+	for try := 0; ; try++ {
+		var err error
+		c, err = g.j.FindByKey(ctx, serverName(g.srv.ServerInfo()), lr.Tool, lr.Key)
+		if err != nil {
+			g.log.Warn("late result for an unknown key", "tool", lr.Tool, "err", err)
+			return
+		}
+		n = 0
+		for _, a := range c.Attempts {
+			if a.Outcome == pending.OutcomeUnknown && sentOn(a, lr.Session) {
+				n = a.N // the latest unknown attempt on that session
+			}
+		}
+		g.sendMu.Lock()
+		st := g.sending[k]
+		if st != nil && (n == 0 || st.ids[wireID(lr.Session, lr.RPCID)]) {
+			// The answer to the attempt being sent, come before its
+			// outcome is recorded: send records it right after.
+			st.early = append(st.early, lr)
+			g.sendMu.Unlock()
+			return
+		}
+		g.sendMu.Unlock()
+		if n != 0 || try == 1 {
+			break
 		}
 	}
 	if n == 0 {

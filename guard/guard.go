@@ -58,6 +58,18 @@ type Guard struct {
 	toolMu sync.Mutex
 	tools  map[string]mcp.Tool
 	toolsN int // session the tools were listed on
+	// sending tracks, per (tool, key), the attempt this process is sending
+	// until its outcome is in the journal. The session hands late answers
+	// to HandleLateResult on its own goroutine, possibly before that; such
+	// an answer is kept here and recorded once the outcome is.
+	sendMu  sync.Mutex
+	sending map[string]*sendState
+}
+
+// sendState is one attempt between its send and its recorded outcome.
+type sendState struct {
+	ids   map[string]bool // "session/rpcID" of every request written for it
+	early []mcpclient.LateResult
 }
 
 // New returns a Guard. Wire mcpclient.Options.OnLateResult to
@@ -284,13 +296,17 @@ func serverName(info mcpclient.ServerInfo) string {
 // sends a write, and it sends exactly once.
 func (g *Guard) send(ctx context.Context, call pending.Call, n int, tool mcp.Tool, keyArg string, args map[string]any, onProgress func(mcpclient.Progress)) (Result, error) {
 	idle, total := g.opts.Policy.clocks(tool.Name, g.opts.WriteTimeout)
+	st, settled := g.startSending(tool.Name, call.Key)
 	var sentOnce sync.Once
 	out := g.srv.Call(ctx, tool.Name, args, mcpclient.CallOptions{
 		Key: call.Key, KeyArg: keyArg, IdleTimeout: idle, MaxTotal: total, OnProgress: onProgress,
 		OnSent: func(session int, rpcID string) {
+			g.sendMu.Lock()
+			st.ids[wireID(session, rpcID)] = true
+			g.sendMu.Unlock()
 			sentOnce.Do(func() {
 				// Informative only; a failure here changes nothing that matters.
-				_ = g.j.RecordSent(context.WithoutCancel(ctx), call.ID, n, fmt.Sprintf("%s (session %d)", rpcID, session))
+				_ = g.j.RecordSent(context.WithoutCancel(ctx), call.ID, n, rpcID+" "+sentSuffix(session))
 			})
 		},
 	})
@@ -298,7 +314,11 @@ func (g *Guard) send(ctx context.Context, call pending.Call, n int, tool mcp.Too
 	// The outcome is recorded even if the caller's context has ended: the
 	// journal must not keep an attempt open that this process knows ended.
 	rctx := context.WithoutCancel(ctx)
-	if err := g.j.RecordOutcome(rctx, call.ID, n, o); err != nil {
+	err := g.j.RecordOutcome(rctx, call.ID, n, o)
+	for _, lr := range settled() {
+		g.HandleLateResult(lr)
+	}
+	if err != nil {
 		return Result{}, journalErr(err)
 	}
 	if replayed {
@@ -322,6 +342,33 @@ func (g *Guard) send(ctx context.Context, call pending.Call, n int, tool mcp.Too
 		}
 	}
 	return res, nil
+}
+
+func sendingKey(tool, key string) string { return tool + "\x00" + key }
+
+func wireID(session int, rpcID string) string { return fmt.Sprintf("%d/%s", session, rpcID) }
+
+// startSending marks an attempt of (tool, key) as out. settled marks its
+// outcome recorded and returns the late answers that came before that.
+func (g *Guard) startSending(tool, key string) (st *sendState, settled func() []mcpclient.LateResult) {
+	st = &sendState{ids: map[string]bool{}}
+	k := sendingKey(tool, key)
+	g.sendMu.Lock()
+	if g.sending == nil {
+		g.sending = map[string]*sendState{}
+	}
+	g.sending[k] = st
+	g.sendMu.Unlock()
+	return st, func() []mcpclient.LateResult {
+		g.sendMu.Lock()
+		defer g.sendMu.Unlock()
+		if g.sending[k] == st {
+			delete(g.sending, k)
+		}
+		early := st.early
+		st.early = nil
+		return early
+	}
 }
 
 // outcomeOf maps what the session saw to what the journal records.

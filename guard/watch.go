@@ -16,11 +16,13 @@ import (
 // channel closes when ctx ends.
 func Watch(ctx context.Context, j *pending.Journal, interval, recoverEvery time.Duration) <-chan struct{} {
 	ch := make(chan struct{}, 1)
+	// Read where we start before returning: a change committed right after
+	// Watch returns must be seen as one.
+	last, _ := j.DataVersion(ctx)
 	go func() {
 		defer close(ch)
 		t := time.NewTicker(interval)
 		defer t.Stop()
-		last, _ := j.DataVersion(ctx)
 		lastRecover := time.Now()
 		for {
 			select {
