@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -165,12 +166,16 @@ func (e *benchEnv) bareWrite(b *testing.B) {
 	}
 }
 
-// writeTotals add up the time of each side and each phase.
+// writeTotals add up the time of each side and each phase. The machine
+// may be shared: besides means, each side keeps its samples (per call when
+// sequential, per round when concurrent) so that x-bare-p50 compares
+// medians, which one stalled call cannot move.
 type writeTotals struct {
 	mu                                sync.Mutex
 	guarded, bare                     time.Duration
 	intent, send, sentRecord, outcome time.Duration
 	guardedN, bareN                   int
+	guardedS, bareS                   []time.Duration
 }
 
 func (t *writeTotals) addGuarded(p *phases, end time.Time) {
@@ -189,6 +194,9 @@ func (t *writeTotals) report(b *testing.B) {
 	b.ReportMetric(ms(t.guarded, t.guardedN), "guarded-ms/op")
 	b.ReportMetric(ms(t.bare, t.bareN), "bare-ms/op")
 	b.ReportMetric(float64(t.guarded)/float64(t.guardedN)/(float64(t.bare)/float64(t.bareN)), "x-bare")
+	if len(t.guardedS) > 0 && len(t.bareS) > 0 {
+		b.ReportMetric(float64(median(t.guardedS))/float64(median(t.bareS)), "x-bare-p50")
+	}
 	b.ReportMetric(ms(t.intent, t.guardedN), "intent-ms/op")
 	b.ReportMetric(ms(t.send, t.guardedN), "send-ms/op")
 	b.ReportMetric(ms(t.sentRecord, t.guardedN), "sent-record-ms/op")
@@ -214,11 +222,14 @@ func BenchmarkWrite(b *testing.B) {
 					e.guardedWrite(b, &p)
 					end := time.Now()
 					t.guarded += end.Sub(p.start)
+					t.guardedS = append(t.guardedS, end.Sub(p.start))
 					t.addGuarded(&p, end)
 				} else {
 					t0 := time.Now()
 					e.bareWrite(b)
-					t.bare += time.Since(t0)
+					d := time.Since(t0)
+					t.bare += d
+					t.bareS = append(t.bareS, d)
 					t.bareN++
 				}
 			}
@@ -265,10 +276,13 @@ func BenchmarkWrite(b *testing.B) {
 				guarded := (r+k)%2 == 0
 				t0 := time.Now()
 				round(guarded, n)
+				d := time.Since(t0)
 				if guarded {
-					t.guarded += time.Since(t0)
+					t.guarded += d
+					t.guardedS = append(t.guardedS, d/time.Duration(n))
 				} else {
-					t.bare += time.Since(t0)
+					t.bare += d
+					t.bareS = append(t.bareS, d/time.Duration(n))
 					t.bareN += n
 				}
 			}
@@ -303,22 +317,34 @@ func BenchmarkRead(b *testing.B) {
 		bare()
 	}
 	var tg, tb time.Duration
+	var sg, sb []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for k := range 2 {
 			t0 := time.Now()
 			if (i+k)%2 == 0 {
 				guarded()
-				tg += time.Since(t0)
+				d := time.Since(t0)
+				tg += d
+				sg = append(sg, d)
 			} else {
 				bare()
-				tb += time.Since(t0)
+				d := time.Since(t0)
+				tb += d
+				sb = append(sb, d)
 			}
 		}
 	}
 	b.StopTimer()
+	b.ReportMetric(float64(median(sg))/float64(median(sb)), "x-bare-p50")
 	b.ReportMetric(float64(tg.Nanoseconds())/float64(b.N), "ns/op")
 	b.ReportMetric(float64(tg.Microseconds())/1000/float64(b.N), "guarded-ms/op")
 	b.ReportMetric(float64(tb.Microseconds())/1000/float64(b.N), "bare-ms/op")
 	b.ReportMetric(float64(tg)/float64(tb), "x-bare")
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
