@@ -341,6 +341,17 @@ func (g *Guard) send(ctx context.Context, call pending.Call, n int, tool mcp.Too
 			res.Call, res.State = c, c.State
 		}
 	}
+	// A late answer to this attempt (one that came with the timeout, or
+	// during the automatic query) may have settled the call already. Then
+	// the result is that answer: a succeeded or failed call returned without
+	// its result reads as "no answer" to the caller (the proxy turns that
+	// into an error, which a model may well resend as a new call).
+	for _, a := range res.Call.Attempts {
+		if a.N == n && a.Late && res.State != pending.StateUnknown {
+			res.Result, res.Error = a.Result, a.Error
+			res.Replayed = readSignals(a.Result).replayed
+		}
+	}
 	return res, nil
 }
 
