@@ -17,46 +17,73 @@ import (
 // (SPEC §5a): "unknown" or "held".
 const StatusField = "mcp-confirm"
 
-// callTool is every tool's handler: the host's tools/call, through the
-// guard. The host's progress token gets the server's progress; the host's
-// cancel (mcp-go cancels ctx) ends the call, which is then journaled
-// unknown unless an answer came.
-func (p *Proxy) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	args, err := arguments(req)
+// toolCall answers the host's tools/call through the guard. The host's
+// progress token gets the server's progress; the host's cancel ends the
+// call, which is then journaled unknown unless an answer came (and the
+// host, having cancelled, gets no answer).
+func (p *Proxy) toolCall(ctx context.Context, m message) {
+	var params struct {
+		Name      string                     `json:"name"`
+		Arguments json.RawMessage            `json:"arguments"`
+		Meta      map[string]json.RawMessage `json:"_meta"`
+	}
+	if err := json.Unmarshal(m.Params, &params); err != nil || params.Name == "" {
+		p.write(response{JSONRPC: mcp.JSONRPC_VERSION, ID: m.ID, Error: &mcpclient.RPCError{
+			Code: mcp.INVALID_PARAMS, Message: "tools/call needs params with a tool name"}})
+		return
+	}
+	if srv := p.srv.Load(); srv == nil || srv.GetTool(params.Name) == nil {
+		p.write(response{JSONRPC: mcp.JSONRPC_VERSION, ID: m.ID, Error: &mcpclient.RPCError{
+			Code: mcp.INVALID_PARAMS, Message: "Unknown tool: " + params.Name}})
+		return
+	}
+	var res guard.Result
+	args, err := arguments(params.Arguments)
 	if err != nil {
-		return toolError(fmt.Sprintf("mcp-confirm: %v; nothing was sent.", err)), nil
+		err = fmt.Errorf("%w: %v", guard.ErrBadInput, err)
+	} else {
+		var key string
+		_ = json.Unmarshal(params.Meta[mcpclient.KeyMetaField], &key)
+		var onProgress func(mcpclient.Progress)
+		if token := params.Meta["progressToken"]; !isNull(token) {
+			onProgress = func(pr mcpclient.Progress) { p.progressUp(token, pr) }
+		}
+		res, err = p.guard.Call(ctx, guard.Request{Tool: params.Name, Args: args, Key: key, OnProgress: onProgress})
 	}
-	key, _ := req.Params.Meta.GetMetaField(mcpclient.KeyMetaField).(string)
-	var onProgress func(mcpclient.Progress)
-	if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
-		token := req.Params.Meta.ProgressToken
-		onProgress = func(pr mcpclient.Progress) { p.progressUp(token, pr) }
+	result, rpcErr := p.answer(params.Name, res, err)
+	if ctx.Err() != nil {
+		// The host cancelled (or is gone): it expects no answer.
+		return
 	}
-	res, err := p.guard.Call(ctx, guard.Request{Tool: req.Params.Name, Args: args, Key: key, OnProgress: onProgress})
-	return p.answer(req.Params.Name, res, err)
+	if rpcErr != nil {
+		p.write(response{JSONRPC: mcp.JSONRPC_VERSION, ID: m.ID, Error: rpcErr})
+		return
+	}
+	if modernRequest(m.Params) {
+		result = withResultType(result)
+	}
+	p.write(response{JSONRPC: mcp.JSONRPC_VERSION, ID: m.ID, Result: result})
 }
 
 // arguments are the host's arguments as written: numbers stay json.Number,
 // so the fingerprint of a resend equals the first one's.
-func arguments(req mcp.CallToolRequest) (map[string]any, error) {
-	raw := req.Params.RawArguments
+func arguments(raw json.RawMessage) (map[string]any, error) {
 	if isNull(raw) {
-		if req.Params.Arguments == nil {
-			return map[string]any{}, nil
-		}
-		b, err := json.Marshal(req.Params.Arguments)
-		if err != nil {
-			return nil, fmt.Errorf("arguments: %v", err)
-		}
-		raw = b
+		return map[string]any{}, nil
 	}
 	return guard.DecodeObject(raw)
 }
 
+// unreachable is the handler registered with mcp-go's server, which never
+// sees a tools/call: the proxy answers them all itself (toolCall).
+func unreachable(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return nil, errors.New("mcp-confirm proxy: tools/call took an unexpected path; nothing was sent")
+}
+
 // progressUp sends the server's progress to the host under the host's own
-// token. Written directly, before the call returns, so it always precedes
-// the answer.
-func (p *Proxy) progressUp(token mcp.ProgressToken, pr mcpclient.Progress) {
+// token, exactly as the host wrote it. Written directly, before the call
+// returns, so it always precedes the answer.
+func (p *Proxy) progressUp(token json.RawMessage, pr mcpclient.Progress) {
 	params := map[string]any{"progressToken": token, "progress": pr.Progress}
 	if pr.Total > 0 {
 		params["total"] = pr.Total
@@ -71,10 +98,11 @@ func (p *Proxy) progressUp(token mcp.ProgressToken, pr mcpclient.Progress) {
 	p.write(notification{JSONRPC: mcp.JSONRPC_VERSION, Method: string(mcp.MethodNotificationProgress), Params: b})
 }
 
-// answer turns what the guard came to into the host's tools/call result.
-func (p *Proxy) answer(tool string, res guard.Result, err error) (*mcp.CallToolResult, error) {
+// answer turns what the guard came to into the host's tools/call result,
+// or a JSON-RPC error when the server answered with one.
+func (p *Proxy) answer(tool string, res guard.Result, err error) (json.RawMessage, *mcpclient.RPCError) {
 	if err != nil {
-		return p.refusal(tool, res, err), nil
+		return encode(p.refusal(tool, res, err))
 	}
 	if res.Call.ID != 0 {
 		p.log.Info("call", "id", res.Call.ID, "tool", tool, "state", res.State, "reason", res.Call.Reason, "key", res.Key)
@@ -85,26 +113,28 @@ func (p *Proxy) answer(tool string, res guard.Result, err error) (*mcp.CallToolR
 			p.log.Warn("the MCP server went away during a call; answered unknown, and it restarts on the next call",
 				"call", res.Call.ID, "tool", tool)
 		}
-		return Unknown(res.Call.ID, res.Key, res.Call.Reason), nil
+		return encode(Unknown(res.Call.ID, res.Key, res.Call.Reason))
 	}
 	if len(res.Result) > 0 {
-		raw := res.Result
-		r, perr := mcp.ParseCallToolResult(&raw)
-		if perr == nil {
-			r.ResultType = "" // mcp-go sets it for hosts that speak 2026-07-28
-			return r, nil
-		}
-		p.log.Warn("the MCP server's result could not be re-encoded; passed as text", "tool", tool, "err", perr)
-		return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(res.Result))}, IsError: res.State == pending.StateFailed}, nil
+		return res.Result, nil // as the server wrote it
 	}
 	if len(res.Error) > 0 {
 		var e mcpclient.RPCError
-		_ = json.Unmarshal(res.Error, &e)
-		// mcp-go answers a handler's error as -32603 with this message; the
-		// server's own code is in the text.
-		return nil, fmt.Errorf("the MCP server answered with error %d: %s", e.Code, e.Message)
+		if json.Unmarshal(res.Error, &e) == nil && e.Code != 0 {
+			return nil, &e // the server's own error, code and all
+		}
+		// A read that got no answer at all (the guard's own error).
+		return encode(toolError(fmt.Sprintf("mcp-confirm: %s gave no answer: %s", tool, e.Message)))
 	}
-	return toolError("mcp-confirm: the MCP server gave no answer."), nil
+	return encode(toolError("mcp-confirm: the MCP server gave no answer."))
+}
+
+func encode(r *mcp.CallToolResult) (json.RawMessage, *mcpclient.RPCError) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, &mcpclient.RPCError{Code: mcp.INTERNAL_ERROR, Message: "mcp-confirm proxy: " + err.Error()}
+	}
+	return b, nil
 }
 
 // refusal answers a call the guard did not send.

@@ -79,7 +79,7 @@ type host struct {
 	notes   chan mcp.JSONRPCNotification
 }
 
-func startProxy(t *testing.T, spec mcpclient.ServerSpec, set func(*proxy.Options)) *host {
+func startProxy(t testing.TB, spec mcpclient.ServerSpec, set func(*proxy.Options)) *host {
 	t.Helper()
 	ctx := context.Background()
 	j, err := pending.Open(ctx, filepath.Join(t.TempDir(), "journal.db"), pending.Options{})
@@ -134,7 +134,7 @@ func startProxy(t *testing.T, spec mcpclient.ServerSpec, set func(*proxy.Options
 	return h
 }
 
-func demoSpec(t *testing.T, args ...string) mcpclient.ServerSpec {
+func demoSpec(t testing.TB, args ...string) mcpclient.ServerSpec {
 	t.Helper()
 	return mcpclient.ServerSpec{Command: bin, Args: append([]string{"demo-server", "--db", filepath.Join(t.TempDir(), "demo.db")}, args...)}
 }

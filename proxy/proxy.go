@@ -67,9 +67,11 @@ type Proxy struct {
 
 	upReady atomic.Bool // the upstream finished its handshake: notifications may go up
 
-	relayMu sync.Mutex
-	relays  map[string]context.CancelFunc // upstream request id (JSON text) → cancel
-	relayWG sync.WaitGroup
+	// Requests the proxy answers itself (tools/call and relayed ones),
+	// by the host's id (JSON text), so that the host can cancel them.
+	inflightMu sync.Mutex
+	inflight   map[string]context.CancelFunc
+	requests   sync.WaitGroup
 
 	toolsMu  sync.Mutex
 	toolsSig string // the downstream's tools as last registered (raw JSON)
@@ -83,7 +85,7 @@ func New(opts Options) *Proxy {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Proxy{opts: opts, log: log, relays: map[string]context.CancelFunc{}}
+	p := &Proxy{opts: opts, log: log, inflight: map[string]context.CancelFunc{}}
 	policy := proxyPolicy(opts.Policy, opts.Timeout)
 	var gd *guard.Guard
 	p.client = mcpclient.New(opts.Server, mcpclient.Options{
@@ -174,9 +176,9 @@ func (p *Proxy) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	case <-ctx.Done():
 	}
 	_ = pw.Close()
-	p.cancelRelays()
+	p.cancelAll()
 	err := <-listenDone
-	p.relayWG.Wait()
+	p.requests.Wait()
 	if readErr != nil && !errors.Is(readErr, io.EOF) {
 		return fmt.Errorf("read from the host: %w", readErr)
 	}
@@ -326,7 +328,7 @@ var relayed = map[string]bool{
 }
 
 // route handles one upstream line itself, or returns true to pass it to
-// mcp-go's server.
+// mcp-go's server (handshake, ping, tools/list, anything unknown).
 func (p *Proxy) route(ctx context.Context, line []byte) bool {
 	var m message
 	if json.Unmarshal(line, &m) != nil || m.Method == "" {
@@ -335,8 +337,8 @@ func (p *Proxy) route(ctx context.Context, line []byte) bool {
 	isRequest := len(m.ID) > 0 && string(m.ID) != "null"
 	switch {
 	case m.Method == string(mcp.MethodNotificationCancelled):
-		p.cancelRelay(m.Params)
-		return true // mcp-go cancels the tool call it belongs to
+		p.cancelRequest(m.Params)
+		return false
 	case m.Method == "notifications/initialized":
 		p.upReady.Store(true)
 		return true
@@ -352,15 +354,41 @@ func (p *Proxy) route(ctx context.Context, line []byte) bool {
 		// host is ready for notifications.
 		p.upReady.Store(true)
 	}
-	if !relayed[m.Method] {
+	var handle func(context.Context, message)
+	switch {
+	case m.Method == string(mcp.MethodToolsCall):
+		// Answered here rather than by an mcp-go tool handler: the
+		// server's result goes back byte for byte, its JSON-RPC errors
+		// keep their codes, and a read costs one hop less.
+		handle = p.toolCall
+	case relayed[m.Method]:
+		handle = p.relay
+	default:
 		return true
 	}
-	p.relayWG.Add(1)
+	rctx, done := p.track(ctx, m.ID)
+	p.requests.Add(1)
 	go func() {
-		defer p.relayWG.Done()
-		p.relay(ctx, m)
+		defer p.requests.Done()
+		defer done()
+		handle(rctx, m)
 	}()
 	return false
+}
+
+// track registers a request the host may cancel by its id.
+func (p *Proxy) track(ctx context.Context, id json.RawMessage) (context.Context, func()) {
+	rctx, cancel := context.WithCancel(ctx)
+	key := string(id)
+	p.inflightMu.Lock()
+	p.inflight[key] = cancel
+	p.inflightMu.Unlock()
+	return rctx, func() {
+		p.inflightMu.Lock()
+		delete(p.inflight, key)
+		p.inflightMu.Unlock()
+		cancel()
+	}
 }
 
 func (p *Proxy) notifyDown(ctx context.Context, method string, params json.RawMessage) {
@@ -372,20 +400,8 @@ func (p *Proxy) notifyDown(ctx context.Context, method string, params json.RawMe
 // relay sends one request to the downstream server and writes its answer,
 // with the host's own id, as the server wrote it.
 func (p *Proxy) relay(ctx context.Context, m message) {
-	rctx, cancel := context.WithCancel(ctx)
-	id := string(m.ID)
-	p.relayMu.Lock()
-	p.relays[id] = cancel
-	p.relayMu.Unlock()
-	defer func() {
-		p.relayMu.Lock()
-		delete(p.relays, id)
-		p.relayMu.Unlock()
-		cancel()
-	}()
-
-	res, err := p.client.Request(rctx, m.Method, m.Params)
-	if err != nil && rctx.Err() != nil {
+	res, err := p.client.Request(ctx, m.Method, m.Params)
+	if err != nil && ctx.Err() != nil {
 		// Cancelled by the host (or the proxy is stopping): no answer.
 		return
 	}
@@ -419,25 +435,28 @@ func (p *Proxy) write(v any) {
 	}
 }
 
-func (p *Proxy) cancelRelay(params json.RawMessage) {
+// cancelRequest ends the request a host's notifications/cancelled names.
+func (p *Proxy) cancelRequest(params json.RawMessage) {
 	var c struct {
 		RequestID json.RawMessage `json:"requestId"`
+		Reason    string          `json:"reason"`
 	}
 	if json.Unmarshal(params, &c) != nil || len(c.RequestID) == 0 {
 		return
 	}
-	p.relayMu.Lock()
-	cancel := p.relays[string(c.RequestID)]
-	p.relayMu.Unlock()
+	p.inflightMu.Lock()
+	cancel := p.inflight[string(c.RequestID)]
+	p.inflightMu.Unlock()
 	if cancel != nil {
+		p.log.Info("the host cancelled a request", "id", string(c.RequestID), "reason", c.Reason)
 		cancel()
 	}
 }
 
-func (p *Proxy) cancelRelays() {
-	p.relayMu.Lock()
-	defer p.relayMu.Unlock()
-	for _, cancel := range p.relays {
+func (p *Proxy) cancelAll() {
+	p.inflightMu.Lock()
+	defer p.inflightMu.Unlock()
+	for _, cancel := range p.inflight {
 		cancel()
 	}
 }

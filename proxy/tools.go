@@ -68,7 +68,7 @@ func (p *Proxy) refreshTools(ctx context.Context) error {
 			p.log.Warn("tool left out: the MCP server described it in a way mcp-go cannot serve", "err", err)
 			continue
 		}
-		tools = append(tools, server.ServerTool{Tool: t, Handler: p.callTool})
+		tools = append(tools, server.ServerTool{Tool: t, Handler: unreachable})
 	}
 	srv.SetTools(tools...)
 	p.toolsSig = string(sig)

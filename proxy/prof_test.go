@@ -1,0 +1,24 @@
+package proxy_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// BenchmarkInProcessProxyRead runs the proxy in the test process, so that
+// its own code shows in a CPU profile:
+//
+//	go test -run '^$' -bench InProcessProxyRead -cpuprofile cpu.out ./proxy/
+func BenchmarkInProcessProxyRead(b *testing.B) {
+	h := startProxy(b, demoSpec(b), nil)
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "get_budget"
+	req.Params.Arguments = map[string]any{"buyer": "alice"}
+	for i := 0; i < b.N; i++ {
+		if _, err := h.c.CallTool(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
