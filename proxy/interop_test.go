@@ -352,3 +352,31 @@ func TestTSHostFilesystem(t *testing.T) {
 		t.Fatalf("journal: %+v", c)
 	}
 }
+
+// The server's log messages reach the host: logging/setLevel is relayed
+// down, notifications/message up.
+func TestTSHostLogMessagesPassThrough(t *testing.T) {
+	everything := npmfixture.Bin(t, "mcp-server-everything")
+	journal := filepath.Join(t.TempDir(), "journal.db")
+	run := tsHost(t, bin, append(proxyArgs(journal, "--"), "node", everything),
+		step{"op": "setLevel", "level": "debug"},
+		step{"op": "call", "name": "toggle-simulated-logging", "arguments": map[string]any{}},
+		step{"op": "waitLog"},
+	)
+	var toggled toolResult
+	run.ok(t, 1, &toggled)
+	if toggled.IsError {
+		t.Fatalf("toggle-simulated-logging: %s", toggled.text())
+	}
+	var got struct {
+		Logs []map[string]any `json:"logs"`
+	}
+	run.ok(t, 2, &got)
+	if len(got.Logs) == 0 || got.Logs[0]["level"] == nil {
+		t.Fatalf("want the server's log messages, got %v", got.Logs)
+	}
+	// toggle-simulated-logging is not annotated read-only: a write, journaled.
+	if cs := calls(t, openJournal(t, journal)); len(cs) != 1 || cs[0].Tool != "toggle-simulated-logging" || cs[0].State != pending.StateSucceeded {
+		t.Errorf("journal: %+v", cs)
+	}
+}

@@ -42,6 +42,16 @@ async function step(s) {
     case 'setLevel': return client.setLoggingLevel(s.level);
     case 'serverInfo': return { serverInfo: client.getServerVersion(), capabilities: client.getServerCapabilities() };
     case 'logs': return { logs };
+    case 'waitLog': {
+      // Until the server's first log message arrives through the proxy;
+      // the bound only turns a hang into a failure.
+      const deadline = Date.now() + 60000;
+      while (logs.length === 0) {
+        if (Date.now() > deadline) throw new Error('no notifications/message within 60 s');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      return { logs };
+    }
     case 'call': {
       const progress = [];
       const opts = { timeout: s.timeoutMs ?? 60000 };
