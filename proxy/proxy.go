@@ -159,10 +159,6 @@ func (p *Proxy) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	pr, pw := io.Pipe()
 	stdio := server.NewStdioServer(srv)
 	stdio.SetErrorLogger(log.New(slogWriter{p.log}, "", 0))
-	// A write may wait for its whole timeout: more than mcp-go's default
-	// five workers, so that slow writes do not hold up reads.
-	server.WithWorkerPoolSize(64)(stdio)
-	server.WithQueueSize(256)(stdio)
 	listenDone := make(chan error, 1)
 	go func() { listenDone <- stdio.Listen(ctx, pr, p.out) }()
 

@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/guard"
+	"github.com/mcp-confirm/mcp-confirm/internal/npmfixture"
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 	"github.com/mcp-confirm/mcp-confirm/pending"
 	"github.com/mcp-confirm/mcp-confirm/proxy"
@@ -204,5 +205,47 @@ func TestHostCancelIsForwarded(t *testing.T) {
 	}
 	if !strings.Contains(h.logs.String(), "state=unknown reason=cancelled") && !strings.Contains(h.logs.String(), "state=failed") {
 		t.Errorf("the proxy log does not record the call's end")
+	}
+}
+
+// A host on the 2026-07-28 protocol (mcp-go's client) in front of a legacy
+// server (server-everything): resources, prompts and completions relayed,
+// with the per-request _meta of each side's own connection.
+func TestModernHostLegacyServerRelay(t *testing.T) {
+	everything := npmfixture.Bin(t, "mcp-server-everything")
+	h := startProxy(t, mcpclient.ServerSpec{Command: "node", Args: []string{everything}}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if v := h.c.ProtocolVersion(); !mcp.IsModernProtocol(v) {
+		t.Fatalf("the host negotiated %s with the proxy, want 2026-07-28 or later", v)
+	}
+	res, err := h.c.ListResources(ctx, mcp.ListResourcesRequest{})
+	if err != nil || len(res.Resources) == 0 {
+		t.Fatalf("resources/list: %v (%d resources)", err, len(res.Resources))
+	}
+	rreq := mcp.ReadResourceRequest{}
+	rreq.Params.URI = res.Resources[0].URI
+	read, err := h.c.ReadResource(ctx, rreq)
+	if err != nil || len(read.Contents) == 0 {
+		t.Fatalf("resources/read %s: %v", rreq.Params.URI, err)
+	}
+	prompts, err := h.c.ListPrompts(ctx, mcp.ListPromptsRequest{})
+	if err != nil || len(prompts.Prompts) == 0 {
+		t.Fatalf("prompts/list: %v", err)
+	}
+	preq := mcp.GetPromptRequest{}
+	preq.Params.Name = "simple-prompt"
+	if p, err := h.c.GetPrompt(ctx, preq); err != nil || len(p.Messages) == 0 {
+		t.Fatalf("prompts/get: %v", err)
+	}
+	creq := mcp.CompleteRequest{}
+	creq.Params.Ref = mcp.PromptReference{Type: "ref/prompt", Name: "completable-prompt"}
+	creq.Params.Argument.Name, creq.Params.Argument.Value = "department", "E"
+	if c, err := h.c.Complete(ctx, creq); err != nil || len(c.Completion.Values) == 0 {
+		t.Fatalf("completion/complete: %v", err)
+	}
+	r, err := h.call(ctx, "echo", map[string]any{"message": "modern to legacy"})
+	if err != nil || r.IsError || !strings.Contains(text(r), "modern to legacy") {
+		t.Fatalf("echo: %v %q", err, text(r))
 	}
 }
