@@ -59,10 +59,12 @@ func (p *Proxy) toolCall(ctx context.Context, m message) {
 		p.write(response{JSONRPC: mcp.JSONRPC_VERSION, ID: m.ID, Error: rpcErr})
 		return
 	}
-	if modernRequest(m.Params) {
+	var version string
+	_ = json.Unmarshal(params.Meta[mcp.MetaKeyProtocolVersion], &version)
+	if mcp.IsModernProtocol(version) {
 		result = withResultType(result)
 	}
-	p.write(response{JSONRPC: mcp.JSONRPC_VERSION, ID: m.ID, Result: result})
+	p.writeResult(m.ID, result)
 }
 
 // arguments are the host's arguments as written: numbers stay json.Number,

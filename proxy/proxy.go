@@ -14,6 +14,7 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -407,7 +408,7 @@ func (p *Proxy) relay(ctx context.Context, m message) {
 		if modernRequest(m.Params) {
 			res = withResultType(res)
 		}
-		p.write(response{JSONRPC: mcp.JSONRPC_VERSION, ID: m.ID, Result: res})
+		p.writeResult(m.ID, res)
 	case errors.As(err, &rpcErr):
 		p.write(response{JSONRPC: mcp.JSONRPC_VERSION, ID: m.ID, Error: rpcErr})
 	default:
@@ -427,6 +428,24 @@ type response struct {
 
 func (p *Proxy) write(v any) {
 	if err := p.out.writeMessage(v); err != nil {
+		p.log.Warn("write to the host", "err", err)
+	}
+}
+
+// writeResult answers a request with a result as the server wrote it,
+// without re-encoding it.
+func (p *Proxy) writeResult(id, result json.RawMessage) {
+	if bytes.ContainsAny(result, "\r\n") || !json.Valid(id) {
+		p.write(response{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Result: result})
+		return
+	}
+	b := make([]byte, 0, len(result)+len(id)+40)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":`...)
+	b = append(b, result...)
+	b = append(b, "}\n"...)
+	if _, err := p.out.Write(b); err != nil {
 		p.log.Warn("write to the host", "err", err)
 	}
 }
@@ -457,21 +476,29 @@ func (p *Proxy) cancelAll() {
 	}
 }
 
-// modernRequest: the host speaks 2026-07-28 or later on this request.
+// modernRequest: the host speaks 2026-07-28 or later on this request (it
+// names its protocol version in _meta, which legacy hosts never do).
 func modernRequest(params json.RawMessage) bool {
+	if !bytes.Contains(params, []byte(mcp.MetaKeyProtocolVersion)) {
+		return false
+	}
 	var pm struct {
-		Meta map[string]any `json:"_meta"`
+		Meta map[string]json.RawMessage `json:"_meta"`
 	}
 	if json.Unmarshal(params, &pm) != nil {
 		return false
 	}
-	v, _ := pm.Meta[mcp.MetaKeyProtocolVersion].(string)
+	var v string
+	_ = json.Unmarshal(pm.Meta[mcp.MetaKeyProtocolVersion], &v)
 	return mcp.IsModernProtocol(v)
 }
 
 // withResultType adds resultType "complete" to a legacy server's result for
 // a 2026-07-28 host (legacy servers never set it).
 func withResultType(res json.RawMessage) json.RawMessage {
+	if bytes.Contains(res, []byte(`"resultType"`)) {
+		return res // a modern server's (or a field of that name: left alone)
+	}
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(res, &obj) != nil {
 		return res
