@@ -72,6 +72,7 @@ type Proxy struct {
 	// by the host's id (JSON text), so that the host can cancel them.
 	inflightMu sync.Mutex
 	inflight   map[string]context.CancelFunc
+	stopping   bool // no new requests: Run is waiting for the last ones
 	requests   sync.WaitGroup
 
 	toolsMu  sync.Mutex
@@ -128,9 +129,6 @@ func proxyPolicy(in *guard.Policy, timeout time.Duration) *guard.Policy {
 	}
 	return p
 }
-
-// Guard is the proxy's guard (for tests and the console's wiring).
-func (p *Proxy) Guard() *guard.Guard { return p.guard }
 
 // Run starts the downstream server, lists its tools, and serves the
 // upstream host on in/out until in ends or ctx is cancelled. Only MCP
@@ -363,8 +361,10 @@ func (p *Proxy) route(ctx context.Context, line []byte) bool {
 	default:
 		return true
 	}
-	rctx, done := p.track(ctx, m.ID)
-	p.requests.Add(1)
+	rctx, done, ok := p.track(ctx, m.ID)
+	if !ok {
+		return false // shutting down: the host is gone
+	}
 	go func() {
 		defer p.requests.Done()
 		defer done()
@@ -373,19 +373,26 @@ func (p *Proxy) route(ctx context.Context, line []byte) bool {
 	return false
 }
 
-// track registers a request the host may cancel by its id.
-func (p *Proxy) track(ctx context.Context, id json.RawMessage) (context.Context, func()) {
+// track registers a request the host may cancel by its id, unless the
+// proxy is stopping.
+func (p *Proxy) track(ctx context.Context, id json.RawMessage) (context.Context, func(), bool) {
 	rctx, cancel := context.WithCancel(ctx)
 	key := string(id)
 	p.inflightMu.Lock()
+	if p.stopping {
+		p.inflightMu.Unlock()
+		cancel()
+		return nil, nil, false
+	}
 	p.inflight[key] = cancel
+	p.requests.Add(1)
 	p.inflightMu.Unlock()
 	return rctx, func() {
 		p.inflightMu.Lock()
 		delete(p.inflight, key)
 		p.inflightMu.Unlock()
 		cancel()
-	}
+	}, true
 }
 
 func (p *Proxy) notifyDown(ctx context.Context, method string, params json.RawMessage) {
@@ -468,9 +475,11 @@ func (p *Proxy) cancelRequest(params json.RawMessage) {
 	}
 }
 
+// cancelAll stops taking requests and cancels the ones running.
 func (p *Proxy) cancelAll() {
 	p.inflightMu.Lock()
 	defer p.inflightMu.Unlock()
+	p.stopping = true
 	for _, cancel := range p.inflight {
 		cancel()
 	}
