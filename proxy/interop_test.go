@@ -380,3 +380,29 @@ func TestTSHostLogMessagesPassThrough(t *testing.T) {
 		t.Errorf("journal: %+v", cs)
 	}
 }
+
+// The server named in a Claude Desktop style config (--config, --server):
+// the call remembers the config name.
+func TestTSHostConfigFileServer(t *testing.T) {
+	dir := t.TempDir()
+	journal := filepath.Join(dir, "journal.db")
+	config := filepath.Join(dir, "claude_desktop_config.json")
+	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"orders": map[string]any{"command": bin, "args": []string{"demo-server", "--db", filepath.Join(dir, "demo.db")}},
+	}})
+	if err := os.WriteFile(config, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := tsHost(t, bin, proxyArgs(journal, "--config", config, "--server", "orders"),
+		step{"op": "call", "name": "create_order", "arguments": map[string]any{"item": "gadget", "quantity": 1, "buyer": "carol"}},
+	)
+	var created toolResult
+	run.ok(t, 0, &created)
+	if created.IsError || created.StructuredContent["order_id"] == nil {
+		t.Fatalf("create_order: %+v", created)
+	}
+	cs := calls(t, openJournal(t, journal))
+	if len(cs) != 1 || cs[0].State != pending.StateSucceeded || cs[0].ServerAlias != "orders" || cs[0].Server != "mcp-confirm-demo" {
+		t.Fatalf("journal: %+v", cs)
+	}
+}
