@@ -69,6 +69,7 @@ type Guard struct {
 // sendState is one attempt between its send and its recorded outcome.
 type sendState struct {
 	ids   map[string]bool // "session/rpcID" of every request written for it
+	first string          // the first request's id and session, as the journal shows it
 	early []mcpclient.LateResult
 }
 
@@ -297,20 +298,23 @@ func serverName(info mcpclient.ServerInfo) string {
 func (g *Guard) send(ctx context.Context, call pending.Call, n int, tool mcp.Tool, keyArg string, args map[string]any, onProgress func(mcpclient.Progress)) (Result, error) {
 	idle, total := g.opts.Policy.clocks(tool.Name, g.opts.WriteTimeout)
 	st, settled := g.startSending(tool.Name, call.Key)
-	var sentOnce sync.Once
 	out := g.srv.Call(ctx, tool.Name, args, mcpclient.CallOptions{
 		Key: call.Key, KeyArg: keyArg, IdleTimeout: idle, MaxTotal: total, OnProgress: onProgress,
 		OnSent: func(session int, rpcID string) {
 			g.sendMu.Lock()
 			st.ids[wireID(session, rpcID)] = true
+			if st.first == "" {
+				st.first = rpcID + " " + sentSuffix(session)
+			}
 			g.sendMu.Unlock()
-			sentOnce.Do(func() {
-				// Informative only; a failure here changes nothing that matters.
-				_ = g.j.RecordSent(context.WithoutCancel(ctx), call.ID, n, rpcID+" "+sentSuffix(session))
-			})
 		},
 	})
 	o, replayed := outcomeOf(out)
+	// The first request's id (informative: ids restart with every session)
+	// goes in with the outcome, not in a write of its own.
+	g.sendMu.Lock()
+	o.RPCID = st.first
+	g.sendMu.Unlock()
 	// The outcome is recorded even if the caller's context has ended: the
 	// journal must not keep an attempt open that this process knows ended.
 	rctx := context.WithoutCancel(ctx)

@@ -150,6 +150,9 @@ type Outcome struct {
 	Clock  string          // for lost: "idle" or "absolute" when a deadline fired
 	Result json.RawMessage // CallToolResult as MCP JSON
 	Error  json.RawMessage // JSON-RPC error as JSON
+	// RPCID, when not empty, is stored as the attempt's rpc_id in the same
+	// write (RecordOutcome only): it saves a RecordSent per call.
+	RPCID string
 }
 
 func (o Outcome) attemptOutcome() (string, error) {
@@ -200,8 +203,8 @@ func (j *Journal) RecordOutcome(ctx context.Context, callID int64, n int, o Outc
 			return err
 		}
 		if _, err := j.exec(ctx, c, `UPDATE attempts SET outcome = ?, reason = ?, clock = ?, ended_at = ?,
-			result = ?, error = ? WHERE call_id = ? AND n = ?`,
-			outcome, o.Reason, o.Clock, ts, nullJSON(o.Result), nullJSON(o.Error), callID, n); err != nil {
+			result = ?, error = ?, rpc_id = CASE WHEN ? = '' THEN rpc_id ELSE ? END WHERE call_id = ? AND n = ?`,
+			outcome, o.Reason, o.Clock, ts, nullJSON(o.Result), nullJSON(o.Error), o.RPCID, o.RPCID, callID, n); err != nil {
 			return err
 		}
 		_, err = j.exec(ctx, c, "UPDATE calls SET state = ?, reason = ?, updated_at = ? WHERE id = ?", to, o.Reason, ts, callID)
