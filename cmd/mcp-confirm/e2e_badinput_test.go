@@ -75,7 +75,7 @@ func TestE2EBadInput(t *testing.T) {
 			if !containsWord(args, "--db") {
 				args = w.withDB(args)
 			}
-			r := cliIn(t, dir, tc.stdin, args...)
+			r := cliIn(t, w.bin, dir, tc.stdin, args...)
 			wantExit(t, r, tc.code, tc.name)
 			stderrLines(t, r, tc.name)
 			if !strings.Contains(r.stderr, tc.say) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"os/exec"
@@ -11,22 +12,37 @@ import (
 	"time"
 )
 
+// bgCall is a `call` running in the background.
+type bgCall struct {
+	cmd            *exec.Cmd
+	stdout, stderr *bytes.Buffer
+}
+
+// result is what the call came to once it has exited.
+func (b *bgCall) result() cliResult {
+	return cliResult{code: b.cmd.ProcessState.ExitCode(), stdout: b.stdout.String(), stderr: b.stderr.String()}
+}
+
 // startCall starts `call create_order` in the background; the test kills
 // or waits for it.
-func (w *world) startCall(t testing.TB, args string, extra []string, serverFlags ...string) (*exec.Cmd, context.CancelFunc) {
+func (w *world) startCall(t testing.TB, args string, extra []string, serverFlags ...string) *bgCall {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), cmdHang)
 	a := append([]string{"call", "create_order", "--args", args}, extra...)
-	cmd := e2eCmd(ctx, w.dir, w.withDB(append(a, w.server(serverFlags...)...))...)
-	if err := cmd.Start(); err != nil {
+	b := &bgCall{cmd: e2eCmd(ctx, w.bin, w.dir, w.withDB(append(a, w.server(serverFlags...)...))...),
+		stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+	b.cmd.Stdout, b.cmd.Stderr = b.stdout, b.stderr
+	if err := b.cmd.Start(); err != nil {
 		cancel()
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		cancel()
-		_ = cmd.Wait()
+		if b.cmd.ProcessState == nil {
+			_ = b.cmd.Wait()
+		}
 	})
-	return cmd, cancel
+	return b
 }
 
 // waitSentKey waits until exactly one create_order request not in known has
@@ -82,7 +98,7 @@ func TestE2EKillClientMidWrite(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t, t.TempDir())
 			db := w.db()
-			cmd, _ := w.startCall(t, `{"item":"widget","quantity":1,"buyer":"bob"}`, []string{"--timeout", "60s"}, tc.flags...)
+			cmd := w.startCall(t, `{"item":"widget","quantity":1,"buyer":"bob"}`, []string{"--timeout", "60s"}, tc.flags...).cmd
 			key := w.waitSentKey(t, nil, time.Minute)
 			waitRecord(t, db, key, tc.record, time.Minute)
 			if pids := demoPIDs(t, w.demoDB); len(pids) != 1 {
@@ -166,7 +182,8 @@ func TestE2EKillClientMidWrite(t *testing.T) {
 func TestE2EServerCrashMidWrite(t *testing.T) {
 	w := newWorld(t, t.TempDir())
 	db := w.db()
-	cmd, _ := w.startCall(t, `{"item":"gadget","quantity":2,"buyer":"alice"}`, []string{"--timeout", "60s"}, "--hang-after-commit", "1")
+	bg := w.startCall(t, `{"item":"gadget","quantity":2,"buyer":"alice"}`, []string{"--timeout", "60s"}, "--hang-after-commit", "1")
+	cmd := bg.cmd
 	key := w.waitSentKey(t, nil, time.Minute)
 	waitRecord(t, db, key, "completed", time.Minute)
 	killPIDs(t, demoPIDs(t, w.demoDB))
@@ -178,8 +195,13 @@ func TestE2EServerCrashMidWrite(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the client did not notice the server's death within 30s (its timeout is 60s)")
 	}
-	if code := cmd.ProcessState.ExitCode(); code != exitUnknown {
-		t.Fatalf("want exit %d (unknown), got %d (%v)", exitUnknown, code, err)
+	if err != nil && cmd.ProcessState == nil {
+		t.Fatal(err)
+	}
+	r := bg.result()
+	wantExit(t, r, exitUnknown, "call whose server was killed")
+	if out := parseCallOut(t, r); out.State != "unknown" || out.Key != key {
+		t.Fatalf("call output: want unknown with key %s, got %+v", key, out)
 	}
 	calls := w.list()
 	if len(calls) != 1 || calls[0].State != "unknown" || calls[0].Reason != "connection lost" || calls[0].AttemptCount != 1 {

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,9 +30,14 @@ import (
 // e2eBin is the mcp-confirm binary built once by TestMain. Under -race it
 // is itself built with -race, so the product's own goroutines are checked
 // under real faults too; every report lands in raceDir (see GORACE below).
+// e2eFastBin is the same program built without -race, for the randomized
+// fault test, whose hundreds of runs a race build (modernc SQLite, which is
+// Go, instrumented) makes several times slower; MCP_CONFIRM_FAULT_RACE=1
+// runs that test on e2eBin too.
 var (
-	e2eBin  string
-	raceDir string
+	e2eBin     string
+	e2eFastBin string
+	raceDir    string
 )
 
 // cmdHang is the hang guard for one command: far beyond anything a command
@@ -44,20 +50,30 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	e2eBin = filepath.Join(dir, "mcp-confirm")
 	raceDir = filepath.Join(dir, "race")
+	e2eBin = filepath.Join(dir, "bin", "mcp-confirm")
+	e2eFastBin = e2eBin
+	builds := map[string][]string{e2eBin: nil}
+	if raceBuild {
+		builds[e2eBin] = []string{"-race"}
+		e2eFastBin = filepath.Join(dir, "fast", "mcp-confirm")
+		builds[e2eFastBin] = nil
+	}
 	if err := os.Mkdir(raceDir, 0o700); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	args := []string{"build", "-o", e2eBin}
-	if raceBuild {
-		args = append(args, "-race")
-	}
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append(args, ".")...)
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build mcp-confirm: %v\n%s", err, out)
-		os.Exit(1)
+	for out, flags := range builds {
+		if err := os.MkdirAll(filepath.Dir(out), 0o700); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		args := append(append([]string{"build", "-o", out}, flags...), ".")
+		build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), args...)
+		if b, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build mcp-confirm %v: %v\n%s", flags, err, b)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	// A data race in any process the tests ran (the CLI or the demo server
@@ -99,28 +115,22 @@ func childEnv(home string) []string {
 		"GORACE=atexit_sleep_ms=0 log_path="+filepath.Join(raceDir, "race"))
 }
 
-// e2eCmd prepares the binary with args; the caller starts it.
-func e2eCmd(ctx context.Context, home string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, e2eBin, args...)
+// e2eCmd prepares bin with args; the caller starts it.
+func e2eCmd(ctx context.Context, bin, home string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = childEnv(home)
 	cmd.Dir = home
 	cmd.WaitDelay = 5 * time.Second
 	return cmd
 }
 
-// cli runs the binary to completion. home is a t.TempDir of the test (the
-// working directory and $HOME of the command).
-func cli(t testing.TB, home string, args ...string) cliResult {
-	t.Helper()
-	return cliIn(t, home, "", args...)
-}
-
-// cliIn is cli with stdin.
-func cliIn(t testing.TB, home, stdin string, args ...string) cliResult {
+// cliIn runs bin to completion with stdin. home is a t.TempDir of the test
+// (the working directory and $HOME of the command).
+func cliIn(t testing.TB, bin, home, stdin string, args ...string) cliResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), cmdHang)
 	defer cancel()
-	cmd := e2eCmd(ctx, home, args...)
+	cmd := e2eCmd(ctx, bin, home, args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -150,14 +160,18 @@ func wantExit(t testing.TB, r cliResult, code int, what string) {
 // byte the client wrote to the demo server's stdin.
 type world struct {
 	t       testing.TB
+	bin     string // the mcp-confirm binary, client and server
 	dir     string
 	journal string
 	demoDB  string
 	wire    string
+
+	wireRead int64                     // bytes of wire.log parsed so far
+	wireSent map[string]map[string]int // tool → key → tools/call requests
 }
 
 func newWorld(t testing.TB, dir string) *world {
-	return &world{t: t, dir: dir, journal: filepath.Join(dir, "journal.db"),
+	return &world{t: t, bin: e2eBin, dir: dir, journal: filepath.Join(dir, "journal.db"),
 		demoDB: filepath.Join(dir, "demo.db"), wire: filepath.Join(dir, "wire.log")}
 }
 
@@ -170,13 +184,13 @@ func newWorld(t testing.TB, dir string) *world {
 // world, which is how the tests find the server's process.
 func (w *world) server(flags ...string) []string {
 	script := `exec "$@" < <(exec tee -a "$0")`
-	return append([]string{"--", "/bin/bash", "-c", script, w.wire, e2eBin, "demo-server", "--db", w.demoDB}, flags...)
+	return append([]string{"--", "/bin/bash", "-c", script, w.wire, w.bin, "demo-server", "--db", w.demoDB}, flags...)
 }
 
 // run runs a command against this world's journal (and server, if given).
 func (w *world) run(args ...string) cliResult {
 	w.t.Helper()
-	return cli(w.t, w.dir, w.withDB(args)...)
+	return cliIn(w.t, w.bin, w.dir, "", w.withDB(args)...)
 }
 
 // withDB inserts --db before a "--" (or at the end).
@@ -284,18 +298,28 @@ func (w *world) show(id int64) jCall {
 
 // sent counts the tools/call requests for tool in the wire log, by the
 // idempotency key in their _meta ("" for none): what the client actually
-// wrote to a server, whatever the journal says.
+// wrote to a server, whatever the journal says. The log only grows, so it
+// is read from where the last look stopped (at a line end).
 func (w *world) sent(tool string) map[string]int {
 	w.t.Helper()
-	b, err := os.ReadFile(w.wire)
+	f, err := os.Open(w.wire)
 	if errors.Is(err, os.ErrNotExist) {
 		return map[string]int{}
 	}
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	n := map[string]int{}
-	for _, line := range bytes.Split(b, []byte("\n")) {
+	defer f.Close()
+	b, err := io.ReadAll(io.NewSectionReader(f, w.wireRead, 1<<40))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	end := bytes.LastIndexByte(b, '\n') + 1
+	w.wireRead += int64(end)
+	if w.wireSent == nil {
+		w.wireSent = map[string]map[string]int{}
+	}
+	for _, line := range bytes.Split(b[:end], []byte("\n")) {
 		var msg struct {
 			Method string `json:"method"`
 			Params struct {
@@ -303,12 +327,19 @@ func (w *world) sent(tool string) map[string]int {
 				Meta map[string]any `json:"_meta"`
 			} `json:"params"`
 		}
-		if json.Unmarshal(line, &msg) == nil && msg.Method == "tools/call" && msg.Params.Name == tool {
+		if json.Unmarshal(line, &msg) == nil && msg.Method == "tools/call" {
 			k, _ := msg.Params.Meta["io.github.mcp-confirm/idempotency-key"].(string)
-			n[k]++
+			if w.wireSent[msg.Params.Name] == nil {
+				w.wireSent[msg.Params.Name] = map[string]int{}
+			}
+			w.wireSent[msg.Params.Name][k]++
 		}
 	}
-	return n
+	out := map[string]int{}
+	for k, n := range w.wireSent[tool] {
+		out[k] = n
+	}
+	return out
 }
 
 // sentTotal is the number of tools/call requests for tool in the wire log.
@@ -406,7 +437,7 @@ func demoPIDs(t testing.TB, demoDB string) []int {
 			continue
 		}
 		words := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-		if len(words) < 2 || words[0] != e2eBin || words[1] != "demo-server" || !contains(words, demoDB) {
+		if len(words) < 2 || (words[0] != e2eBin && words[0] != e2eFastBin) || words[1] != "demo-server" || !contains(words, demoDB) {
 			continue
 		}
 		if !processLive(pid) {
