@@ -71,7 +71,13 @@ func runQuery(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		return exitFor(e, "query", res, err)
 	}
-	printResult(e, res)
+	// Print the call's state, not the read's: a query never changes it, and
+	// {"id":1,"state":"succeeded"} for a call that is still unknown would
+	// tell a script the write went through. The read's own failure is the
+	// exit code (1), and its answer is "result".
+	out := res
+	out.State = res.Call.State
+	printResult(e, out)
 	if res.Call.Proposal != "" && res.Call.State == "unknown" {
 		fmt.Fprintf(e.stderr, "Proposed: %s. Call %d stays unknown until you decide (retry, mark applied, abandon).\n", res.Call.Proposal, id)
 	}

@@ -65,6 +65,9 @@ func TestE2ELostResponseStory(t *testing.T) {
 	id := strconv.FormatInt(out.ID, 10)
 	r = w.run(append([]string{"query", id, "--tool", "find_orders", "--args", `{"idempotency_key":"{key}"}`}, w.server()...)...)
 	wantExit(t, r, exitOK, "query")
+	if qo := parseCallOut(t, r); qo.ID != out.ID || qo.State != "unknown" || len(structuredOf(t, qo.Result)["orders"].([]any)) != 1 {
+		t.Fatalf("query output: want call %d still unknown, with the find_orders result; got %s", out.ID, r.stdout)
+	}
 	c := w.show(out.ID)
 	if c.State != "unknown" {
 		t.Fatalf("query changed the state to %s; it must leave it unknown", c.State)
