@@ -67,7 +67,7 @@ func demoBinary(b *testing.B) string {
 // phases are the timestamps of one guarded call, filled in by timedServer.
 type phases struct {
 	start, sendBegin, sendEnd time.Time
-	sentRecord                time.Duration // OnSent (RecordSent) inside the send
+	sentRecord                time.Duration // the guard's OnSent, inside the send
 }
 
 type phasesKey struct{}
@@ -199,7 +199,7 @@ func (t *writeTotals) report(b *testing.B) {
 	}
 	b.ReportMetric(ms(t.intent, t.guardedN), "intent-ms/op")
 	b.ReportMetric(ms(t.send, t.guardedN), "send-ms/op")
-	b.ReportMetric(ms(t.sentRecord, t.guardedN), "sent-record-ms/op")
+	b.ReportMetric(ms(t.sentRecord, t.guardedN), "onsent-ms/op")
 	b.ReportMetric(ms(t.outcome, t.guardedN), "outcome-ms/op")
 }
 

@@ -53,6 +53,7 @@ type Journal struct {
 	recovered []int64 // calls turned unknown by recovery on open
 	version   versionConn
 	stmts     map[string]*sql.Stmt // writer goroutine only
+	readStmts readStmts
 }
 
 // DefaultPath is the journal path when --db is not given (SPEC §4):
@@ -172,6 +173,7 @@ func (j *Journal) closeHandles() error {
 	for _, st := range j.stmts {
 		errs = append(errs, st.Close())
 	}
+	errs = append(errs, j.readStmts.close())
 	if j.wconn != nil {
 		errs = append(errs, j.wconn.Close())
 	}
