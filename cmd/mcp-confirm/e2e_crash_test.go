@@ -214,3 +214,98 @@ func TestE2EServerCrashMidWrite(t *testing.T) {
 		t.Fatalf("want the 1 committed order, got %d", n)
 	}
 }
+
+// TestE2EKillClientDuringRetry: kill -9 during an operator's retry. The
+// retry decision and its attempt were durable before the send, so the next
+// command finds attempt 2 ended unknown (recovered), attempt 1 as it was,
+// and the key on the wire exactly twice.
+func TestE2EKillClientDuringRetry(t *testing.T) {
+	w := newWorld(t, t.TempDir())
+	db := w.db()
+	r := w.call(`{"item":"gizmo","quantity":1,"buyer":"alice"}`, nil, "--fail-rate", "1")
+	wantExit(t, r, exitFailed, "call with --fail-rate 1")
+	first := parseCallOut(t, r)
+
+	ctx, cancel := context.WithTimeout(context.Background(), cmdHang)
+	defer cancel()
+	args := w.withDB(append([]string{"retry", strconv.FormatInt(first.ID, 10), "--timeout", "60s"}, w.server("--delay", "60s")...))
+	cmd := e2eCmd(ctx, w.bin, w.dir, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitRecord(t, db, first.Key, "processing", time.Minute)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	waitNoDemo(t, w.demoDB, 10*time.Second)
+
+	calls := w.list()
+	if len(calls) != 1 || calls[0].State != "unknown" || calls[0].Reason != "recovered after unclean shutdown" || calls[0].AttemptCount != 2 {
+		t.Fatalf("after kill -9 during the retry: want one unknown call (recovered) with 2 attempts, got %+v", calls)
+	}
+	c := w.show(first.ID)
+	if c.Attempts[0].N != 1 || c.Attempts[0].Outcome != "failed" || c.Attempts[1].N != 2 || c.Attempts[1].Outcome != "unknown" {
+		t.Fatalf("attempts: want 1 failed, 2 unknown; got %+v", c.Attempts)
+	}
+	if len(c.Decisions) != 1 || c.Decisions[0].Action != "retry" || c.Decisions[0].Attempt != 2 {
+		t.Fatalf("decisions: want the retry of attempt 2, got %+v", c.Decisions)
+	}
+	if got := w.sent("create_order"); got[first.Key] != 2 || len(got) != 1 {
+		t.Fatalf("want the key sent twice (call, retry) and nothing else, wire log has %v", got)
+	}
+	if n := ordersFor(t, db, first.Key); n != 0 {
+		t.Fatalf("nothing was committed, yet %d orders", n)
+	}
+}
+
+// TestE2EConcurrentIdenticalCalls: the same order started four times at
+// once, by four processes on one journal. The resend hold is checked in the
+// transaction that writes the intent, so exactly one is sent; the others
+// are held (exit 4) without a row or a byte on the wire. The one sent
+// never answers (lost response) until the test kills its server, so all
+// four overlap whatever the machine's load.
+func TestE2EConcurrentIdenticalCalls(t *testing.T) {
+	w := newWorld(t, t.TempDir())
+	db := w.db()
+	const n = 4
+	exited := make(chan *bgCall, n)
+	for range n {
+		b := w.startCall(t, `{"item":"widget","quantity":3,"buyer":"carol"}`, []string{"--timeout", "60s"}, "--hang-after-commit", "1")
+		go func() {
+			_ = b.cmd.Wait()
+			exited <- b
+		}()
+	}
+	for range n - 1 {
+		select {
+		case b := <-exited:
+			if r := b.result(); r.code != exitHeld {
+				t.Fatalf("want held (exit 4), got %s", r)
+			}
+		case <-time.After(cmdHang):
+			t.Fatal("the identical calls were not held")
+		}
+	}
+	key := w.waitSentKey(t, nil, time.Minute)
+	waitRecord(t, db, key, "completed", time.Minute)
+	killPIDs(t, demoPIDs(t, w.demoDB))
+	var winner callOut
+	select {
+	case b := <-exited:
+		r := b.result()
+		wantExit(t, r, exitUnknown, "the call that was sent, its server killed")
+		winner = parseCallOut(t, r)
+	case <-time.After(cmdHang):
+		t.Fatal("the sent call did not end")
+	}
+	if calls := w.list(); len(calls) != 1 || calls[0].ID != winner.ID || winner.Key != key {
+		t.Fatalf("want the one journal call %d with key %s, got %+v", winner.ID, key, calls)
+	}
+	if got := w.sent("create_order"); got[key] != 1 || len(got) != 1 {
+		t.Fatalf("want exactly one create_order on the wire, got %v", got)
+	}
+	if total := totalOrders(t, db); total != 1 {
+		t.Fatalf("want 1 order, got %d", total)
+	}
+}
