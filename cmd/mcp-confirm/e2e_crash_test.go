@@ -309,3 +309,47 @@ func TestE2EConcurrentIdenticalCalls(t *testing.T) {
 		t.Fatalf("want 1 order, got %d", total)
 	}
 }
+
+// TestE2EInterruptedCall: Ctrl-C (SIGINT) or SIGTERM while the write
+// hangs. mcp-confirm does not wait out its 60s timeout and does not leave
+// the call in flight: it ends unknown ("cancelled"), exit 3, nothing
+// resent, and its server is stopped with it.
+func TestE2EInterruptedCall(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			w := newWorld(t, t.TempDir())
+			db := w.db()
+			bg := w.startCall(t, `{"item":"gadget","quantity":1,"buyer":"bob"}`, []string{"--timeout", "60s"}, "--hang-after-commit", "1")
+			key := w.waitSentKey(t, nil, time.Minute)
+			waitRecord(t, db, key, "completed", time.Minute)
+			if err := bg.cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			go func() {
+				_ = bg.cmd.Wait()
+				close(done)
+			}()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("mcp-confirm did not stop within 30s of %s (its write timeout is 60s)", sig)
+			}
+			r := bg.result()
+			wantExit(t, r, exitUnknown, "interrupted call")
+			if out := parseCallOut(t, r); out.State != "unknown" || out.Reason != "cancelled" || out.Key != key {
+				t.Fatalf("want unknown (cancelled) for key %s, got %+v", key, out)
+			}
+			if pids := demoPIDs(t, w.demoDB); len(pids) > 0 {
+				t.Fatalf("the interrupted client left its server running: %v", pids)
+			}
+			calls := w.list()
+			if len(calls) != 1 || calls[0].State != "unknown" || calls[0].Reason != "cancelled" || calls[0].AttemptCount != 1 {
+				t.Fatalf("journal: want one unknown call (cancelled), got %+v", calls)
+			}
+			if got := w.sent("create_order"); got[key] != 1 || len(got) != 1 {
+				t.Fatalf("nothing may be resent; wire log has %v", got)
+			}
+		})
+	}
+}
