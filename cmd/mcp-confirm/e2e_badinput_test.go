@@ -58,6 +58,8 @@ func TestE2EBadInput(t *testing.T) {
 		{"negative timeout", call("--args", good, "--timeout", "-1s"), "", exitBadInput, "timeout"},
 		{"server does not exist", []string{"call", "create_order", "--args", good, "--", filepath.Join(dir, "nonexistent")}, "", exitUnavailable, "nonexistent"},
 		{"server exits at once", []string{"call", "create_order", "--args", good, "--", "/bin/false"}, "", exitUnavailable, "false"},
+		{"server fails with a stderr message", []string{"call", "create_order", "--args", good, "--", "/bin/sh", "-c",
+			"echo first problem >&2; echo second problem >&2; echo missing API_TOKEN >&2; exit 1"}, "", exitUnavailable, "missing API_TOKEN"},
 		{"journal is a text file", append([]string{"call", "create_order", "--args", good, "--db", textFile}, srv...), "", exitUnavailable, "journal"},
 		{"journal is a folder", append([]string{"call", "create_order", "--args", good, "--db", dir}, srv...), "", exitUnavailable, "journal"},
 		{"show: no such call", []string{"show", "999"}, "", exitBadInput, "999"},

@@ -117,7 +117,7 @@ func exitFor(e *env, cmd string, res guard.Result, err error) int {
 			fmt.Fprintf(e.stderr, "mcp-confirm %s: %s.\n", cmd, trimClass(msg))
 			return exitHeld
 		}
-		fmt.Fprintf(e.stderr, "mcp-confirm %s: %s\nCheck that the server starts on its own (run its command by hand); nothing was sent.\n", cmd, trimClass(msg))
+		fmt.Fprintf(e.stderr, "mcp-confirm %s: %s\nCheck that the server starts on its own (run its command by hand); nothing was sent.\n", cmd, oneLine(trimClass(msg)))
 		return exitUnavailable
 	}
 	switch res.State {
@@ -132,6 +132,22 @@ func exitFor(e *env, cmd string, res guard.Result, err error) int {
 		return exitUnknown
 	}
 	return exitOK
+}
+
+// oneLine puts a multi-line message on one line: a server that fails to
+// start comes with its last stderr lines, one per line, and SPEC §4 wants
+// every error in one or two lines.
+func oneLine(msg string) string {
+	var lines []string
+	for _, l := range strings.Split(msg, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) < 2 {
+		return strings.Join(lines, "")
+	}
+	return lines[0] + " " + strings.Join(lines[1:], " | ")
 }
 
 // trimClass drops the leading "bad input: " style class from a message.
