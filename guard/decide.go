@@ -107,6 +107,10 @@ type QueryOptions struct {
 	Tool string         // empty: the policy's query_tool for the call's tool
 	Args map[string]any // with Tool: its arguments ({key} and {arg.NAME} expanded)
 	Note string
+	// AnyServer queries even when the server's name differs from the one
+	// the call was made on (--any-server); the override is recorded in the
+	// query's evidence.
+	AnyServer bool
 }
 
 // Query runs a read tool to learn what became of a call, and stores its
@@ -133,7 +137,8 @@ func (g *Guard) query(ctx context.Context, c pending.Call, o QueryOptions, opera
 	if err != nil {
 		return Result{}, err
 	}
-	if _, err := g.checkServer(c, false); err != nil {
+	override, err := g.checkServer(c, o.AnyServer)
+	if err != nil {
 		return Result{}, err
 	}
 	if kind, _ := g.Classify(tool); kind != pending.KindRead {
@@ -148,7 +153,11 @@ func (g *Guard) query(ctx context.Context, c pending.Call, o QueryOptions, opera
 		return res, err
 	}
 	proposal := proposalFrom(res)
-	evidence, _ := json.Marshal(map[string]any{"tool": tool.Name, "args": args, "result": res.Result, "error": res.Error})
+	ev := map[string]any{"tool": tool.Name, "args": args, "result": res.Result, "error": res.Error}
+	if override != nil {
+		ev["server_override"] = override
+	}
+	evidence, _ := json.Marshal(ev)
 	if err := g.j.Decide(context.WithoutCancel(ctx), c.ID, pending.DecisionInput{
 		Action: pending.ActionQuery, Operator: operator, Note: o.Note, Evidence: evidence, Proposal: proposal,
 	}); err != nil {

@@ -512,6 +512,26 @@ func TestRetry(t *testing.T) {
 		if n := len(h.f.sent("pay")) + len(h.f.sent("get_budget")); n != 1 {
 			t.Errorf("sent to the wrong server: %d", n)
 		}
+		// --any-server: the query runs, and says so in its evidence.
+		if _, err := h.g.Query(ctx, id, QueryOptions{Tool: "get_budget", Args: map[string]any{"buyer": "x"}, AnyServer: true}); err != nil {
+			t.Fatal(err)
+		}
+		c := h.get(id)
+		d := c.Decisions[len(c.Decisions)-1]
+		var ev struct {
+			Override struct {
+				AnyServer bool   `json:"any_server"`
+				Recorded  string `json:"recorded_server"`
+				Server    string `json:"server"`
+			} `json:"server_override"`
+		}
+		if err := json.Unmarshal(d.Evidence, &ev); err != nil || d.Action != pending.ActionQuery || !ev.Override.AnyServer ||
+			ev.Override.Recorded != "demo-orders" || ev.Override.Server != "impostor" {
+			t.Errorf("query decision %+v (%v)", d, err)
+		}
+		if len(h.f.sent("get_budget")) != 1 || c.State != pending.StateUnknown {
+			t.Errorf("query with --any-server: %d sent, call %s", len(h.f.sent("get_budget")), c.State)
+		}
 	})
 
 	t.Run("any server: sent, and the override recorded", func(t *testing.T) {
