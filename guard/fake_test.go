@@ -38,7 +38,8 @@ type fakeServer struct {
 	arrived chan fakeCall // if set, every call is announced here before it is answered
 	// restart makes the next Call find its session dead and send on a new
 	// one, as mcpclient does when the server died between calls.
-	restart bool
+	restart  bool
+	toolsErr error // tools/list fails (the server will not start)
 }
 
 func newFakeServer() *fakeServer {
@@ -69,6 +70,9 @@ func (f *fakeServer) Session() int {
 func (f *fakeServer) Tools(ctx context.Context) ([]mcp.Tool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.toolsErr != nil {
+		return nil, f.toolsErr
+	}
 	return append([]mcp.Tool(nil), f.tools...), nil
 }
 

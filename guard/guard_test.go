@@ -1013,3 +1013,72 @@ func TestLateResultOnRestartedSession(t *testing.T) {
 		t.Errorf("late answer on the new session: call %s, attempt %+v", c.State, c.Attempts[0])
 	}
 }
+
+// The process dies while a write is out: the next process recovers it as
+// unknown and sends nothing until an operator retries.
+func TestRestartNeverResends(t *testing.T) {
+	h := newHarness(t, "")
+	release := make(chan struct{})
+	h.f.arrived = make(chan fakeCall, 10)
+	h.f.set("create_order", func(fakeCall) mcpclient.Outcome {
+		<-release
+		return lostOutcome()
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.call(Request{Tool: "create_order", Args: order(2)})
+		done <- err
+	}()
+	first := <-h.f.arrived
+	// The process stops while the request is out: its journal handle (and
+	// owner lock) go away without an outcome.
+	if err := h.j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-done; !errors.Is(err, ErrUnavailable) {
+		t.Errorf("outcome into a closed journal: %v", err)
+	}
+
+	j2 := openJournal(t, h.path)
+	if len(j2.Recovered()) != 1 {
+		t.Fatalf("recovered %v", j2.Recovered())
+	}
+	c, err := j2.Get(context.Background(), j2.Recovered()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.State != pending.StateUnknown || c.Reason != pending.ReasonRecovered || c.Key != first.Opts.Key {
+		t.Errorf("recovered call %s %q key %s", c.State, c.Reason, c.Key)
+	}
+	g2 := New(j2, h.f, Options{Operator: "tester"})
+	h.f.arrived = nil
+	h.f.set("create_order", always(okOutcome(map[string]any{"order_id": "o1"})))
+	if _, err := g2.Call(context.Background(), Request{Tool: "create_order", Args: order(2)}); !errors.Is(err, ErrHeld) {
+		t.Errorf("same call after restart: %v", err)
+	}
+	if h.writes() != 1 {
+		t.Fatalf("%d writes after restart", h.writes())
+	}
+	res, err := g2.Retry(context.Background(), c.ID, RetryOptions{})
+	if err != nil || res.State != pending.StateSucceeded {
+		t.Fatalf("retry %+v %v", res, err)
+	}
+	if sent := h.f.sent("create_order"); len(sent) != 2 || sent[1].Opts.Key != first.Opts.Key {
+		t.Errorf("retry after restart sent %+v", sent)
+	}
+}
+
+// A server that cannot be listed (it will not start) is unavailable, and
+// nothing is journaled or sent.
+func TestServerUnavailable(t *testing.T) {
+	h := newHarness(t, "")
+	h.f.toolsErr = errors.New("exec: demo-orders: not found")
+	_, err := h.call(Request{Tool: "create_order", Args: order(2)})
+	if !errors.Is(err, ErrUnavailable) {
+		t.Errorf("err = %v", err)
+	}
+	if h.writes() != 0 || len(h.calls()) != 0 {
+		t.Errorf("%d writes, %d calls", h.writes(), len(h.calls()))
+	}
+}
