@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/spinner"
 	"github.com/charmbracelet/bubbles/textarea"
@@ -43,6 +44,7 @@ func newFormScreen(sh *shared) *formScreen {
 	ta.Prompt = "│ "
 	ta.CharLimit = 64 << 10
 	ta.MaxHeight = 0
+	ta.Cursor.SetMode(cursor.CursorStatic) // no blink: steady for the eye, screenshots and tests
 	sp := spinner.New()
 	sp.Spinner = spinner.Dot
 	sp.Style = sh.st.Accent

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
@@ -67,6 +68,7 @@ func newListScreen(sh *shared) *listScreen {
 	ti.Prompt = "tool: "
 	ti.Placeholder = "exact tool name, enter to apply, esc to clear"
 	ti.CharLimit = 200
+	ti.Cursor.SetMode(cursor.CursorStatic)
 	return &listScreen{sh: sh, keys: defaultListKeys(), filter: ti, fkeys: defaultFilterKeys(), cnt: map[pending.State]int{}}
 }
 

@@ -39,7 +39,12 @@ func schemaOf(t mcp.Tool) schema {
 		s = t.InputSchema
 	}
 	out := schema{Props: map[string]map[string]any{}, Required: s.Required}
-	for name, p := range s.Properties {
+	// Through JSON, so a schema built in Go ([]string enums, int bounds)
+	// reads like one that came over the wire.
+	raw, _ := json.Marshal(s.Properties)
+	var props map[string]any
+	_ = json.Unmarshal(raw, &props)
+	for name, p := range props {
 		m, _ := p.(map[string]any)
 		if m == nil {
 			m = map[string]any{}
