@@ -175,9 +175,10 @@ const (
 	ProposalNotFound = "not found: the query found nothing"
 )
 
-// proposalFrom reads a query result: any non-empty list or object in its
-// structured content is a match; only empty ones are "not found"; an error
-// or an unstructured answer proposes nothing.
+// proposalFrom reads a query result: a non-empty list anywhere in its
+// structured content is a match ({"orders": [...]}); structured content
+// without one is "not found"; an error or an unstructured answer proposes
+// nothing. Deliberately narrow, because auto_resolve acts on "applied".
 func proposalFrom(r Result) string {
 	if r.State != pending.StateSucceeded || len(r.Result) == 0 {
 		return ""

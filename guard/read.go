@@ -21,7 +21,10 @@ func (g *Guard) read(ctx context.Context, tool string, args map[string]any, onPr
 			select {
 			case <-time.After(g.backoff(i)):
 			case <-ctx.Done():
-				return Result{State: pending.StateFailed}, badInput("read %s cancelled", tool)
+				// A read was sent and may be retried by the caller at will:
+				// report it failed, not as bad input or an outage.
+				e, _ := json.Marshal(map[string]any{"code": 0, "message": "read cancelled before an answer: " + context.Cause(ctx).Error()})
+				return Result{State: pending.StateFailed, Error: e}, nil
 			}
 		}
 		out = g.srv.Call(ctx, tool, args, mcpclient.CallOptions{IdleTimeout: timeout, MaxTotal: timeout, OnProgress: onProgress})

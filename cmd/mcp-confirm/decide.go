@@ -45,6 +45,7 @@ func runQuery(ctx context.Context, e *env, args []string) int {
 	tool := fs.String("tool", "", "the read tool to run (default: the policy's query_tool)")
 	qargs := fs.String("args", "", "its arguments as a JSON object; {key} and {arg.NAME} are filled in")
 	note := fs.String("note", "", "a note kept with the evidence")
+	anyServer := fs.Bool("any-server", false, "query even if the server's name differs from the call's (recorded)")
 	pos, done := parseFlags(fs, args, e)
 	if done >= 0 {
 		return done
@@ -67,7 +68,7 @@ func runQuery(ctx context.Context, e *env, args []string) int {
 		return code
 	}
 	defer en.close()
-	res, err := en.guard.Query(ctx, id, guard.QueryOptions{Tool: *tool, Args: values, Note: *note})
+	res, err := en.guard.Query(ctx, id, guard.QueryOptions{Tool: *tool, Args: values, Note: *note, AnyServer: *anyServer})
 	if err != nil {
 		return exitFor(e, "query", res, err)
 	}
