@@ -97,7 +97,7 @@ func (j *Journal) Recover(ctx context.Context) ([]int64, error) {
 	var releases []func()
 	err := j.write(ctx, durable, func(ctx context.Context, c *sql.Conn) error {
 		recovered, releases = nil, nil
-		owners, err := queryStrings(ctx, c, "SELECT DISTINCT owner FROM calls WHERE state = 'in_flight'")
+		owners, err := queryColumn[string](ctx, c, "SELECT DISTINCT owner FROM calls WHERE state = 'in_flight'")
 		if err != nil {
 			return err
 		}
@@ -114,7 +114,7 @@ func (j *Journal) Recover(ctx context.Context) ([]int64, error) {
 				continue
 			}
 			releases = append(releases, release)
-			ids, err := queryInts(ctx, c, "SELECT id FROM calls WHERE state = 'in_flight' AND owner = ?", o)
+			ids, err := queryColumn[int64](ctx, c, "SELECT id FROM calls WHERE state = 'in_flight' AND owner = ?", o)
 			if err != nil {
 				return err
 			}

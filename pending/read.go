@@ -347,36 +347,20 @@ func (j *Journal) FindByKey(ctx context.Context, server, tool, key string) (Call
 	return j.Get(ctx, id)
 }
 
-func queryStrings(ctx context.Context, c *sql.Conn, q string, args ...any) ([]string, error) {
+// queryColumn reads a one-column result inside a write.
+func queryColumn[T any](ctx context.Context, c *sql.Conn, q string, args ...any) ([]T, error) {
 	rows, err := c.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []string
+	var out []T
 	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
+		var v T
+		if err := rows.Scan(&v); err != nil {
 			return nil, err
 		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
-}
-
-func queryInts(ctx context.Context, c *sql.Conn, q string, args ...any) ([]int64, error) {
-	rows, err := c.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var n int64
-		if err := rows.Scan(&n); err != nil {
-			return nil, err
-		}
-		out = append(out, n)
+		out = append(out, v)
 	}
 	return out, rows.Err()
 }

@@ -181,14 +181,7 @@ func (j *Journal) RecordOutcome(ctx context.Context, callID int64, n int, o Outc
 	}
 	ts := formatTime(j.now())
 	return j.write(ctx, lazy, func(ctx context.Context, c *sql.Conn) error {
-		var state State
-		var current int
-		var attemptOutcome string
-		err := j.queryRow(ctx, c, `SELECT c.state, (SELECT max(n) FROM attempts WHERE call_id = c.id), a.outcome
-			FROM calls c JOIN attempts a ON a.call_id = c.id AND a.n = ? WHERE c.id = ?`, n, callID).Scan(&state, &current, &attemptOutcome)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("call %d attempt %d: %w", callID, n, ErrNoSuchCall)
-		}
+		state, current, attemptOutcome, err := j.attemptState(ctx, c, callID, n)
 		if err != nil {
 			return err
 		}
@@ -223,14 +216,7 @@ func (j *Journal) RecordLateResult(ctx context.Context, callID int64, n int, o O
 	}
 	ts := formatTime(j.now())
 	return j.write(ctx, durable, func(ctx context.Context, c *sql.Conn) error {
-		var state State
-		var current int
-		var attemptOutcome string
-		err := j.queryRow(ctx, c, `SELECT c.state, (SELECT max(n) FROM attempts WHERE call_id = c.id), a.outcome
-			FROM calls c JOIN attempts a ON a.call_id = c.id AND a.n = ? WHERE c.id = ?`, n, callID).Scan(&state, &current, &attemptOutcome)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("call %d attempt %d: %w", callID, n, ErrNoSuchCall)
-		}
+		state, current, attemptOutcome, err := j.attemptState(ctx, c, callID, n)
 		if err != nil {
 			return err
 		}
@@ -429,4 +415,15 @@ func nullJSON(b json.RawMessage) any {
 		return nil
 	}
 	return string(b)
+}
+
+// attemptState reads, inside a write, the call's state, its newest attempt
+// number and attempt n's outcome.
+func (j *Journal) attemptState(ctx context.Context, c *sql.Conn, callID int64, n int) (state State, newest int, outcome string, err error) {
+	err = j.queryRow(ctx, c, `SELECT c.state, (SELECT max(n) FROM attempts WHERE call_id = c.id), a.outcome
+		FROM calls c JOIN attempts a ON a.call_id = c.id AND a.n = ? WHERE c.id = ?`, n, callID).Scan(&state, &newest, &outcome)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = fmt.Errorf("call %d attempt %d: %w", callID, n, ErrNoSuchCall)
+	}
+	return state, newest, outcome, err
 }
