@@ -79,7 +79,7 @@ func loadWindowCmd(j Journal, gen int, q listQuery, kind anchorKind, anchor pend
 		case anchorEnd:
 			back.Limit = before + 1
 			msg.Calls, err = j.List(ctx, back)
-			msg.AtEnd = true
+			msg.AtEnd, msg.End = true, true
 			msg.AtStart = len(msg.Calls) <= before
 			msg.Calls = msg.Calls[:min(len(msg.Calls), before)]
 			slices.Reverse(msg.Calls)

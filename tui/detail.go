@@ -36,7 +36,7 @@ func newDetailScreen(sh *shared) *detailScreen {
 
 func (d *detailScreen) SetSize(w, h int) {
 	d.w, d.h = w, h
-	d.vp.Width, d.vp.Height = w, max(1, h)
+	d.vp.Width, d.vp.Height = w, max(1, h-1) // the last line says where you are
 	d.refresh()
 }
 
@@ -85,7 +85,13 @@ func (d *detailScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
 	return d, nil
 }
 
-func (d *detailScreen) View() string { return d.vp.View() }
+func (d *detailScreen) View() string {
+	more := d.sh.st.Faint.Render(GlyphRule + " end of the journal record")
+	if !d.vp.AtBottom() {
+		more = d.sh.st.Faint.Render(fmt.Sprintf("↓ more below (j, pgdn) · %d%%", int(d.vp.ScrollPercent()*100)))
+	}
+	return d.vp.View() + "\n" + more
+}
 
 func (d *detailScreen) ShortHelp() []key.Binding {
 	k := d.keys
@@ -102,9 +108,16 @@ func (d *detailScreen) content() string {
 	st := d.sh.st
 	c := d.call
 	w := max(20, d.w)
-	label := func(s string) string { return st.Label.Render(pad(s, 11)) }
 	var b strings.Builder
 	line := func(s string) { b.WriteString(wrap(s, w)); b.WriteByte('\n') }
+	// field is a label and a value wrapped with a hanging indent.
+	field := func(name, value string) {
+		ls := strings.Split(wrap(value, w-11), "\n")
+		b.WriteString(st.Label.Render(pad(name, 11)) + ls[0] + "\n")
+		for _, l := range ls[1:] {
+			b.WriteString(strings.Repeat(" ", 11) + l + "\n")
+		}
+	}
 
 	line(st.Bold.Render(clean(c.Tool)) + st.Faint.Render(fmt.Sprintf("  call %d  ", c.ID)) + d.sh.st.stateLabel(c.State) + st.Subtle.Render(reasonSuffix(c)))
 	if d.err != nil {
@@ -114,21 +127,19 @@ func (d *detailScreen) content() string {
 		line(st.Bad.Render(wrap("CONFLICT: "+clean(c.ConflictNote), w)))
 	}
 	line("")
-	line(label("key") + clean(c.Key))
+	field("key", clean(c.Key))
 	srv := clean(c.Server)
 	if c.ServerAlias != "" {
 		srv += " (config name " + clean(c.ServerAlias) + ")"
 	}
-	line(label("server") + srv)
-	line(label("kind") + string(c.Kind) + st.Faint.Render(" (from "+string(c.KindSource)+")"))
-	line(label("retry") + retrySafety(d.sh, c))
+	field("server", srv+st.Faint.Render(" · ")+string(c.Kind)+st.Faint.Render(" (kind from "+string(c.KindSource)+")"))
+	field("retry", retrySafety(d.sh, c))
 	prop := st.Faint.Render("none yet: s runs the query")
 	if c.Proposal != "" {
 		prop = st.Info.Render(clean(c.Proposal))
 	}
-	line(label("proposal") + prop)
-	line(label("created") + stamp(c.CreatedAt) + st.Faint.Render(" ("+age(d.sh.now.Sub(c.CreatedAt))+" ago)"))
-	line(label("updated") + stamp(c.UpdatedAt))
+	field("proposal", prop)
+	field("created", stamp(c.CreatedAt)+st.Faint.Render(" ("+age(d.sh.now.Sub(c.CreatedAt))+" ago) · updated "+clock(c.UpdatedAt)))
 	line("")
 	line(st.Section.Render("Arguments") + st.Faint.Render("  (as journaled; redacted fields show "+guard.Redacted+")"))
 	for _, l := range strings.Split(prettyJSON(c.Args), "\n") {

@@ -196,8 +196,13 @@ func (d *confirmDialog) footer() string {
 }
 
 func (d *confirmDialog) ShortHelp() []key.Binding {
-	if d.inInput {
-		return []key.Binding{d.ikeys.Next, d.ikeys.Cancel}
+	switch {
+	case d.typed != "":
+		return []key.Binding{key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "confirm once "+d.typed+" is typed")), d.ikeys.Cancel}
+	case d.needNote:
+		return []key.Binding{key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "save the note")), d.ikeys.Cancel}
+	case d.inInput:
+		return []key.Binding{d.ikeys.Next, d.ikeys.Toggle, d.ikeys.Cancel}
 	}
 	return []key.Binding{d.keys.Yes, d.keys.No, d.keys.Choose, d.keys.Toggle}
 }

@@ -36,7 +36,7 @@ func newRetryDialog(sh *shared, id int, c pending.Call, proceed func(note string
 	if typed {
 		body = append(body, st.Dialog.Warning.Render("Check first with s (query) if you can."))
 	} else {
-		body = append(body, st.Faint.Render("The decision is journaled before anything is sent; nothing else is resent."))
+		body = append(body, st.Faint.Render("Journaled before it is sent. Nothing else is resent."))
 	}
 	d := newConfirm(sh, id, fmt.Sprintf("Retry %s with the same key?", tool), body, "Yes, retry", proceed)
 	if typed {

@@ -54,7 +54,7 @@ func newFormScreen(sh *shared) *formScreen {
 func (f *formScreen) SetSize(w, h int) {
 	f.w, f.h = w, h
 	f.ta.SetWidth(max(10, w-2))
-	f.ta.SetHeight(max(3, h-9))
+	f.ta.SetHeight(max(3, h-10))
 }
 
 // typing: the editor has the keys (q is a letter, not quit).
@@ -180,7 +180,9 @@ func (f *formScreen) View() string {
 		what = "A write: it gets a fresh idempotency key (in _meta only: the tool declares no key argument), journaled before it is sent."
 	}
 	b.WriteString(st.Subtle.Render(trunc(what, f.w)) + "\n")
-	b.WriteString(st.Label.Render(trunc("arguments: "+argsSummary(t), f.w)) + "\n")
+	for _, l := range firstLines(wrap(st.Label.Render("arguments: ")+argsSummary(t), f.w), 2) {
+		b.WriteString(trunc(l, f.w) + "\n")
+	}
 	b.WriteString(f.ta.View() + "\n")
 	switch {
 	case f.sending:

@@ -15,6 +15,7 @@ import (
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/muesli/termenv"
 
@@ -38,7 +39,7 @@ type testClock struct {
 	t  time.Time
 }
 
-func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *testClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *testClock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 
 // fakeServer is an MCP server in memory (guard.Server): the tools below, and
@@ -183,7 +184,7 @@ func (e *env) seed() {
 }
 
 func (e *env) options() Options {
-	return Options{Journal: e.j, Engine: e.g, Server: e.srv, Policy: e.policy, Now: e.clock.Now,
+	return Options{Journal: e.j, Engine: e.g, Server: e.srv, Policy: e.policy, Now: e.clock.Now, Home: filepath.Dir(e.j.Path()),
 		Tick: time.Millisecond, Grace: time.Millisecond, WriteTimeout: 5 * time.Second}
 }
 
@@ -319,3 +320,5 @@ func flat(v string) string {
 	v = strings.NewReplacer("│", " ", "╭", " ", "╮", " ", "╰", " ", "╯", " ", "─", " ").Replace(v)
 	return strings.Join(strings.Fields(v), " ")
 }
+
+func lipglossWidth(s string) int { return ansi.StringWidth(s) }

@@ -154,7 +154,7 @@ func (l *listScreen) onWindow(msg windowLoadedMsg) tea.Cmd {
 	}
 	l.err = nil
 	var selID, topID int64
-	if c, ok := l.selected(); ok {
+	if c, ok := l.selected(); ok && msg.Gen != l.minGen { // a new tab or jump starts where it loads
 		selID, topID = c.ID, l.rows[l.top].ID
 	}
 	if msg.SelectID != 0 {
@@ -173,6 +173,10 @@ func (l *listScreen) onWindow(msg windowLoadedMsg) tea.Cmd {
 		l.cur = i
 	} else if !first && selID != 0 {
 		l.cur = min(l.top, max(0, len(l.rows)-1))
+	}
+	if msg.End && len(l.rows) > 0 {
+		l.cur = len(l.rows) - 1
+		l.top = max(0, len(l.rows)-l.page())
 	}
 	if msg.AtStart && l.cur < len(l.rows) {
 		l.pos = l.cur

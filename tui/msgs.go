@@ -35,6 +35,7 @@ type windowLoadedMsg struct {
 	Anchor   int // index in Calls of the anchor row (the row to keep at the top)
 	AtStart  bool
 	AtEnd    bool
+	End      bool // loaded from the end (G): select the last row
 	Counts   map[pending.State]int
 	SelectID int64 // keep the cursor on this call if it is in the window
 	Err      error
