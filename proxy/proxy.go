@@ -137,10 +137,10 @@ func proxyPolicy(in *guard.Policy, timeout time.Duration) *guard.Policy {
 // nothing happened).
 func (p *Proxy) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	defer p.client.Close()
+	defer p.bg.Wait() // after cancel, which ends them
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	p.bgCtx = ctx
-	defer p.bg.Wait()
 
 	p.out = &lineWriter{w: out}
 	if err := p.client.Start(ctx); err != nil {
@@ -154,6 +154,8 @@ func (p *Proxy) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	if err := p.refreshTools(ctx); err != nil {
 		return err
 	}
+
+	p.background(p.watchServer)
 
 	pr, pw := io.Pipe()
 	stdio := server.NewStdioServer(srv)
@@ -225,6 +227,33 @@ func (p *Proxy) onSession(n int) {
 				p.log.Warn("list tools after restart", "err", err)
 			}
 		})
+	}
+}
+
+// watchServer says on the log when the server process goes away, even
+// between calls; the next call starts it again.
+func (p *Proxy) watchServer(ctx context.Context) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	last := p.client.State()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		st := p.client.State()
+		if st == last {
+			continue
+		}
+		if st == mcpclient.StateExited {
+			attrs := []any{"session", p.client.Session()}
+			if lines := p.client.Stderr(); len(lines) > 0 {
+				attrs = append(attrs, "last_stderr", lines[len(lines)-1])
+			}
+			p.log.Warn("the MCP server exited; calls in flight are answered unknown, and the next call starts it again", attrs...)
+		}
+		last = st
 	}
 }
 

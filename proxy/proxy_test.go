@@ -167,6 +167,14 @@ func TestDownstreamKilledMidCall(t *testing.T) {
 			t.Errorf("the log does not say %q", want)
 		}
 	}
+
+	// A death between calls is said too.
+	if err := syscall.Kill(readPid(t, pidFile), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the log to say the server exited", func() bool {
+		return strings.Contains(h.logs.String(), "the MCP server exited")
+	})
 }
 
 // The host cancels a write (notifications/cancelled): the cancel is
