@@ -163,7 +163,8 @@ func (s *session) handshake(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.info = ServerInfo{Name: res.ServerInfo.Name, Version: res.ServerInfo.Version, Protocol: s.mc.ProtocolVersion()}
+	s.info = ServerInfo{Name: res.ServerInfo.Name, Version: res.ServerInfo.Version, Protocol: s.mc.ProtocolVersion(),
+		Title: res.ServerInfo.Title, Instructions: res.Instructions}
 	return nil
 }
 

@@ -26,6 +26,10 @@ type ServerInfo struct {
 	Name     string // serverInfo.name, or io.modelcontextprotocol/serverInfo in _meta (2026-07-28)
 	Version  string
 	Protocol string // the negotiated protocol version
+	// Title and Instructions as the server declared them (the proxy shows
+	// them to its host).
+	Title        string
+	Instructions string
 }
 
 // SessionState is the life of the current server process, as State reports it.

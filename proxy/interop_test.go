@@ -232,11 +232,17 @@ func TestTSHostEverythingPassesThrough(t *testing.T) {
 	var dInfo, pInfo struct {
 		ServerInfo   map[string]any `json:"serverInfo"`
 		Capabilities map[string]any `json:"capabilities"`
+		Instructions *string        `json:"instructions"`
 	}
 	direct.ok(t, 0, &dInfo)
 	proxied.ok(t, 0, &pInfo)
-	if dInfo.ServerInfo["name"] != pInfo.ServerInfo["name"] || dInfo.ServerInfo["version"] != pInfo.ServerInfo["version"] {
-		t.Errorf("serverInfo: direct %v, proxy %v", dInfo.ServerInfo, pInfo.ServerInfo)
+	for _, f := range []string{"name", "version", "title"} {
+		if dInfo.ServerInfo[f] != pInfo.ServerInfo[f] {
+			t.Errorf("serverInfo %s: direct %v, proxy %v", f, dInfo.ServerInfo[f], pInfo.ServerInfo[f])
+		}
+	}
+	if !reflect.DeepEqual(dInfo.Instructions, pInfo.Instructions) {
+		t.Errorf("instructions differ: direct %v, proxy %v", dInfo.Instructions, pInfo.Instructions)
 	}
 	for _, c := range []string{"tools", "resources", "prompts", "logging", "completions"} {
 		if !reflect.DeepEqual(dInfo.Capabilities[c], pInfo.Capabilities[c]) {

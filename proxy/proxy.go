@@ -149,7 +149,14 @@ func (p *Proxy) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	info := p.client.ServerInfo()
 	p.log.Info("MCP server started", "server", info.Name, "version", info.Version, "protocol", info.Protocol)
 
-	srv := server.NewMCPServer(info.Name, info.Version, p.serverOptions()...)
+	opts := p.serverOptions()
+	if info.Title != "" {
+		opts = append(opts, server.WithTitle(info.Title))
+	}
+	if info.Instructions != "" {
+		opts = append(opts, server.WithInstructions(info.Instructions))
+	}
+	srv := server.NewMCPServer(info.Name, info.Version, opts...)
 	p.srv.Store(srv)
 	if err := p.refreshTools(ctx); err != nil {
 		return err

@@ -40,7 +40,10 @@ async function step(s) {
     case 'getPrompt': return client.getPrompt({ name: s.name, arguments: s.arguments ?? {} });
     case 'complete': return client.complete({ ref: s.ref, argument: s.argument });
     case 'setLevel': return client.setLoggingLevel(s.level);
-    case 'serverInfo': return { serverInfo: client.getServerVersion(), capabilities: client.getServerCapabilities() };
+    case 'serverInfo': return {
+      serverInfo: client.getServerVersion(), capabilities: client.getServerCapabilities(),
+      instructions: client.getInstructions() ?? null,
+    };
     case 'logs': return { logs };
     case 'waitLog': {
       // Until the server's first log message arrives through the proxy;
