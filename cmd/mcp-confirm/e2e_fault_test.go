@@ -200,6 +200,7 @@ type faultWorker struct {
 	calls  map[int64]*fcall
 	budget map[string]int // what the test set each budget to
 	what   string         // the current run's fault, for failure messages
+	kills  int            // kill -9 runs: each leaves one call for recovery
 }
 
 // fcall is the test's model of one journal call.
@@ -424,6 +425,7 @@ func (fw *faultWorker) interrupted(i int, fault, args string, extra []string, be
 	if err := bg.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		fw.fail(i, "kill -9 the client: %v", err)
 	}
+	fw.kills++
 	_ = bg.cmd.Wait()
 	if ws, ok := bg.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		fw.fail(i, "the client should have died of SIGKILL: %v", bg.cmd.ProcessState)
@@ -665,6 +667,7 @@ func (fw *faultWorker) finalCheck() {
 	if len(exported) != len(fw.calls) {
 		t.Fatalf("export has %d calls, the test made %d", len(exported), len(fw.calls))
 	}
+	fw.checkStats(exported)
 	byKey := map[string]*fcall{}
 	for _, l := range exported {
 		c, ok := fw.calls[l.ID]
@@ -726,5 +729,42 @@ func (fw *faultWorker) finalCheck() {
 		fw.stats.counts["duplicate_keys"] += len(d)
 		fw.stats.mu.Unlock()
 		t.Errorf("duplicate orders: %v", d)
+	}
+}
+
+// checkStats holds `stats --json` to what export says: calls by state,
+// attempts, retries, and one recovery per kill -9.
+func (fw *faultWorker) checkStats(exported []jCall) {
+	t := fw.t
+	r := fw.w.run("stats", "--json")
+	wantExit(t, r, exitOK, "stats --json")
+	var st struct {
+		Calls      int            `json:"calls"`
+		ByState    map[string]int `json:"by_state"`
+		Attempts   int            `json:"attempts"`
+		Retries    int            `json:"retries"`
+		Recoveries int            `json:"recoveries"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+		t.Fatalf("stats --json: %v\n%s", err, r)
+	}
+	byState, attempts, retries := map[string]int{}, 0, 0
+	for _, c := range exported {
+		byState[c.State]++
+		attempts += len(c.Attempts)
+		for _, d := range c.Decisions {
+			if d.Action == "retry" {
+				retries++
+			}
+		}
+	}
+	if st.Calls != len(exported) || st.Attempts != attempts || st.Retries != retries || st.Recoveries != fw.kills {
+		t.Errorf("stats: calls %d attempts %d retries %d recoveries %d; export: %d, %d, %d, and %d kill -9 runs",
+			st.Calls, st.Attempts, st.Retries, st.Recoveries, len(exported), attempts, retries, fw.kills)
+	}
+	for s, n := range byState {
+		if st.ByState[s] != n {
+			t.Errorf("stats: %d %s calls, export has %d", st.ByState[s], s, n)
+		}
 	}
 }
