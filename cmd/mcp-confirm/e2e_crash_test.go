@@ -353,3 +353,41 @@ func TestE2EInterruptedCall(t *testing.T) {
 		})
 	}
 }
+
+// TestE2EKillClientDirectServer is the kill -9 test with the server started
+// exactly as a user starts it, its stdin the client's own pipe (no tap in
+// between): when the client dies the server sees EOF and must exit.
+func TestE2EKillClientDirectServer(t *testing.T) {
+	w := newWorld(t, t.TempDir())
+	db := w.db()
+	ctx, cancel := context.WithTimeout(context.Background(), cmdHang)
+	defer cancel()
+	cmd := e2eCmd(ctx, w.bin, w.dir, "call", "create_order", "--db", w.journal, "--timeout", "60s",
+		"--args", `{"item":"widget","quantity":2,"buyer":"carol"}`, "--", w.bin, "demo-server", "--db", w.demoDB, "--hang-after-commit", "1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var key string
+	deadline := time.Now().Add(time.Minute)
+	for db.QueryRow("SELECT key FROM idempotency_records WHERE state = 'completed'").Scan(&key) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the write did not commit within a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if pids := demoPIDs(t, w.demoDB); len(pids) != 1 {
+		t.Fatalf("want the one demo server, found %v", pids)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	waitNoDemo(t, w.demoDB, 10*time.Second)
+	calls := w.list()
+	if len(calls) != 1 || calls[0].Key != key || calls[0].State != "unknown" || calls[0].Reason != "recovered after unclean shutdown" || calls[0].AttemptCount != 1 {
+		t.Fatalf("want one unknown call (recovered) with key %s and 1 attempt, got %+v", key, calls)
+	}
+	if n := ordersFor(t, db, key); n != 1 {
+		t.Fatalf("want the 1 committed order, got %d", n)
+	}
+}
