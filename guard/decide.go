@@ -58,7 +58,7 @@ func (g *Guard) Retry(ctx context.Context, id int64, o RetryOptions) (Result, er
 	if err != nil {
 		return Result{}, journalErr(err)
 	}
-	return g.send(ctx, call, attempt.N, tool, keyArg, args, o.OnProgress)
+	return g.send(ctx, call, attempt.N, c.State, tool, keyArg, args, o.OnProgress)
 }
 
 // checkServer refuses a call made on another server unless overridden;

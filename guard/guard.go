@@ -247,7 +247,7 @@ func (g *Guard) write(ctx context.Context, tool mcp.Tool, kind pending.Kind, src
 	case err != nil:
 		return Result{}, journalErr(err)
 	}
-	return g.send(ctx, call, 1, tool, keyArg, req.Args, req.OnProgress)
+	return g.send(ctx, call, 1, "", tool, keyArg, req.Args, req.OnProgress)
 }
 
 // existingKey answers a caller key that the journal already has (SPEC §3):
@@ -295,7 +295,8 @@ func serverName(info mcpclient.ServerInfo) string {
 // send makes attempt n of a call whose intent (or retry decision) is
 // already durable, and records how it ended. It is the only function that
 // sends a write, and it sends exactly once.
-func (g *Guard) send(ctx context.Context, call pending.Call, n int, tool mcp.Tool, keyArg string, args map[string]any, onProgress func(mcpclient.Progress)) (Result, error) {
+// prior is the call's state before a retry ("" for a new call).
+func (g *Guard) send(ctx context.Context, call pending.Call, n int, prior pending.State, tool mcp.Tool, keyArg string, args map[string]any, onProgress func(mcpclient.Progress)) (Result, error) {
 	idle, total := g.opts.Policy.clocks(tool.Name, g.opts.WriteTimeout)
 	st, settled := g.startSending(tool.Name, call.Key)
 	out := g.srv.Call(ctx, tool.Name, args, mcpclient.CallOptions{
@@ -310,6 +311,13 @@ func (g *Guard) send(ctx context.Context, call pending.Call, n int, tool mcp.Too
 		},
 	})
 	o, replayed := outcomeOf(out)
+	if out.Kind == mcpclient.OutcomeNotSent && prior == pending.StateUnknown {
+		// A retry that never left teaches nothing: an earlier attempt may
+		// still have taken effect, so the call goes back to unknown. As
+		// "failed" it would claim the server had answered, and it could no
+		// longer be abandoned or marked applied.
+		o.Event, o.Reason = pending.EventLost, o.Reason+"; the earlier attempt's outcome is still unknown"
+	}
 	// The first request's id (informative: ids restart with every session)
 	// goes in with the outcome, not in a write of its own.
 	g.sendMu.Lock()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -390,4 +391,44 @@ func TestE2EKillClientDirectServer(t *testing.T) {
 	if n := ordersFor(t, db, key); n != 1 {
 		t.Fatalf("want the 1 committed order, got %d", n)
 	}
+}
+
+// TestE2ERetryNotSentStaysUnknown: the operator retries a lost write, but
+// the server dies after listing its tools and cannot be started again, so
+// the retry never leaves. The first attempt did commit an order: the call
+// must stay unknown (not "failed", which would say the server answered and
+// would refuse abandon and mark applied).
+func TestE2ERetryNotSentStaysUnknown(t *testing.T) {
+	w := newWorld(t, t.TempDir())
+	db := w.db()
+	first := parseCallOut(t, w.call(`{"item":"gadget","quantity":2,"buyer":"bob"}`, []string{"--timeout", "1s"}, "--hang-after-commit", "1"))
+	if first.State != "unknown" || ordersFor(t, db, first.Key) != 1 {
+		t.Fatalf("setup: want an unknown call whose order committed, got %+v", first)
+	}
+	// First start: pass the client's first two lines (server/discover and
+	// tools/list) to the demo server, then stop reading the client's pipe;
+	// the server sees EOF and exits. Every later start fails.
+	marker := filepath.Join(w.dir, "started")
+	script := `if [ -e "$0" ]; then echo "server broken now" >&2; exit 1; fi; touch "$0"
+exec "$@" < <(for i in 1 2; do IFS= read -r l || exit; printf '%s\n' "$l"; done)`
+	r := w.run("retry", strconv.FormatInt(first.ID, 10), "--", "/bin/bash", "-c", script, marker, w.bin, "demo-server", "--db", w.demoDB)
+	switch r.code {
+	case exitUnavailable:
+		// The retry was journaled, then could not be sent.
+	case exitUnknown:
+		// The retry's bytes reached the pipe just before the server went:
+		// connection lost, also unknown. The case this test is for did not
+		// happen this time.
+		t.Logf("the retry was written before the server died: %s", r.stdout)
+	default:
+		t.Fatalf("retry to a server that dies: want exit 5 (not sent) or 3, got %s", r)
+	}
+	c := w.show(first.ID)
+	if c.State != "unknown" || len(c.Attempts) != 2 {
+		t.Fatalf("want the call unknown with 2 attempts, got %s with %+v", c.State, c.Attempts)
+	}
+	if n := ordersFor(t, db, first.Key); n != 1 {
+		t.Fatalf("want the 1 order of the first attempt, got %d", n)
+	}
+	wantExit(t, w.run("abandon", strconv.FormatInt(first.ID, 10), "--note", "refunded"), exitOK, "abandon after the retry that failed to go out")
 }
