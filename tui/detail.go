@@ -249,7 +249,7 @@ func evidenceText(raw json.RawMessage) string {
 		Error  json.RawMessage `json:"error"`
 	}
 	if json.Unmarshal(raw, &q) == nil && q.Tool != "" {
-		s := clean(q.Tool) + " " + clean(string(q.Args)) + " → "
+		s := clean(q.Tool) + " " + cleanJSON(q.Args, "") + " → "
 		if r := resultText(q.Result); r != "" {
 			return s + r
 		}

@@ -131,17 +131,50 @@ func shortArgs(raw json.RawMessage) string {
 	return b.String()
 }
 
-// prettyJSON indents JSON for display and sanitises it (JSON escapes
-// controls inside strings, but not C1 or bidi characters).
+// prettyJSON indents JSON for display, every string and key sanitised
+// first (JSON would show an escape sequence as \u001b…, inert but noisy).
 func prettyJSON(raw json.RawMessage) string {
+	return cleanJSON(raw, "  ")
+}
+
+// cleanJSON re-encodes JSON with the control sequences taken out of its
+// strings and keys; indent "" gives compact JSON. Key order is kept sorted.
+func cleanJSON(raw json.RawMessage, indent string) string {
 	if len(raw) == 0 {
 		return ""
 	}
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
 		return cleanBlock(string(raw))
 	}
-	return cleanBlock(buf.String())
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", indent)
+	if err := enc.Encode(cleanValue(v)); err != nil {
+		return cleanBlock(string(raw))
+	}
+	return cleanBlock(strings.TrimSuffix(buf.String(), "\n"))
+}
+
+func cleanValue(v any) any {
+	switch x := v.(type) {
+	case string:
+		return clean(x)
+	case []any:
+		for i := range x {
+			x[i] = cleanValue(x[i])
+		}
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[clean(k)] = cleanValue(e)
+		}
+		return out
+	}
+	return v
 }
 
 // resultText summarises a CallToolResult: its text content, then its
@@ -170,10 +203,7 @@ func resultText(raw json.RawMessage) string {
 		}
 	}
 	if len(r.StructuredContent) > 0 && string(r.StructuredContent) != "null" {
-		var buf bytes.Buffer
-		if json.Compact(&buf, r.StructuredContent) == nil {
-			parts = append(parts, cleanBlock(buf.String()))
-		}
+		parts = append(parts, cleanJSON(r.StructuredContent, ""))
 	}
 	return strings.Join(parts, "\n")
 }
