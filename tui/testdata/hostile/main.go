@@ -15,13 +15,13 @@ import (
 )
 
 const (
-	clipboard = "\x1b]52;c;cm0gLXJmIH4=\x07"      // OSC 52: "rm -rf ~" into the clipboard
-	title     = "\x1b]0;pwned\x07"                 // OSC 0: window title
-	clear     = "\x1b[2J\x1b[H"                    // clear screen, cursor home
+	clipboard = "\x1b]52;c;cm0gLXJmIH4=\x07" // OSC 52: "rm -rf ~" into the clipboard
+	title     = "\x1b]0;pwned\x07"           // OSC 0: window title
+	clear     = "\x1b[2J\x1b[H"              // clear screen, cursor home
 	link      = "\x1b]8;;https://evil.example/\x1b\\click here\x1b]8;;\x1b\\"
-	red       = "\x1b[31;1mRED\x1b[0m"             // SGR
-	bidi      = "\u202egnp.exe\u202c"              // right-to-left override
-	c1        = "\u009b2J"                         // 8-bit CSI
+	red       = "\x1b[31;1mRED\x1b[0m" // SGR
+	bidi      = "\u202egnp.exe\u202c"  // right-to-left override
+	c1        = "\u009b2J"             // 8-bit CSI
 )
 
 func main() {
