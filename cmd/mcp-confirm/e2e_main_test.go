@@ -263,6 +263,7 @@ type jAttempt struct {
 	Clock   string          `json:"clock"`
 	Result  json.RawMessage `json:"result"`
 	Error   json.RawMessage `json:"error"`
+	Late    bool            `json:"late"`
 }
 
 type jDecision struct {
