@@ -13,20 +13,21 @@ func TestE2ETwoClocks(t *testing.T) {
 	w := newWorld(t, t.TempDir())
 	db := w.db()
 
-	// 2.5s of work, progress every 250ms, idle timeout 1s: succeeds.
-	r := w.call(`{"item":"widget","quantity":1,"buyer":"alice"}`, []string{"--timeout", "1s"}, "--delay", "2500ms")
-	wantExit(t, r, exitOK, "slow write with progress under a 1s idle clock")
+	// 3s of work, progress every 250ms, idle timeout 2s: succeeds. (Only a
+	// progress gap of 2s, eight times the interval, would end it.)
+	r := w.call(`{"item":"widget","quantity":1,"buyer":"alice"}`, []string{"--timeout", "2s"}, "--delay", "3s")
+	wantExit(t, r, exitOK, "slow write with progress under a 2s idle clock")
 	ok := parseCallOut(t, r)
 	if n := ordersFor(t, db, ok.Key); n != 1 {
 		t.Fatalf("want 1 order, got %d", n)
 	}
 
-	// The same with max_total 1500ms: the absolute clock fires.
+	// 8s of work with max_total 3500ms: the absolute clock fires.
 	policy := filepath.Join(w.dir, "policy.toml")
-	if err := os.WriteFile(policy, []byte("[defaults]\nmax_total = \"1500ms\"\n"), 0o600); err != nil {
+	if err := os.WriteFile(policy, []byte("[defaults]\nmax_total = \"3500ms\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r = w.call(`{"item":"widget","quantity":2,"buyer":"alice"}`, []string{"--timeout", "1s", "--policy", policy}, "--delay", "4s")
+	r = w.call(`{"item":"widget","quantity":2,"buyer":"alice"}`, []string{"--timeout", "2s", "--policy", policy}, "--delay", "8s")
 	wantExit(t, r, exitUnknown, "slow write past max_total")
 	lost := parseCallOut(t, r)
 	if lost.State != "unknown" || lost.Reason != "absolute timeout" {

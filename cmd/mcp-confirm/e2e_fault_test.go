@@ -306,9 +306,17 @@ func (fw *faultWorker) run(i int) {
 		r := w.call(args, append(extra, "--timeout", fw.oneOf("300ms", "500ms", "1s")), "--hang-after-commit", "1")
 		printed = fw.expectTimedOut(i, r)
 	case "slow":
-		// The idle clock (100-200ms) fires before the first progress
+		// The idle clock (100-150ms) fires before the first progress
 		// notification (250ms) and long before the write would commit.
-		r := w.call(args, append(extra, "--timeout", fw.oneOf("100ms", "200ms")), "--delay", fw.oneOf("600ms", "1s"))
+		r := w.call(args, append(extra, "--timeout", fw.oneOf("100ms", "150ms")), "--delay", fw.oneOf("600ms", "1s"))
+		if r.code == exitOK {
+			// Only if the machine is so loaded that the idle timer fired
+			// late, after progress had reset it, every time: then the
+			// write succeeds, which is right too.
+			printed = fw.expectCall(i, r, exitOK)
+			fw.stats.add("slow.kept_alive_by_progress")
+			break
+		}
 		printed = fw.expectTimedOut(i, r)
 	case "fail":
 		r := w.call(args, extra, "--fail-rate", "1")
