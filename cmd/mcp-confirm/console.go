@@ -71,6 +71,7 @@ func runConsole(ctx context.Context, e *env, args []string) int {
 		Watch:        guard.Watch(ctx, en.journal, 250*time.Millisecond, 5*time.Second),
 		Demo:         demo,
 		WriteTimeout: timeout,
+		Home:         e.getenv("HOME"),
 	}
 	if demo {
 		opts.Prefill = map[string]map[string]any{
