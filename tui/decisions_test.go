@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -559,5 +560,21 @@ func TestToolFilter(t *testing.T) {
 	m = step(t, m, keyMsg("esc"))
 	if len(m.list.rows) != 3 {
 		t.Fatalf("filter not cleared: %d rows", len(m.list.rows))
+	}
+}
+
+// The README's key table is KeyTable's output, between its markers.
+func TestREADMEKeyTableMatchesTheKeyMaps(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i, j := strings.Index(s, "<!-- keys:begin -->\n"), strings.Index(s, "<!-- keys:end -->")
+	if i < 0 || j < i {
+		t.Fatal("README.md has no keys:begin/keys:end markers")
+	}
+	if got := s[i+len("<!-- keys:begin -->\n") : j]; got != KeyTable() {
+		t.Fatalf("README key table is stale; paste tui.KeyTable():\n%s", KeyTable())
 	}
 }
