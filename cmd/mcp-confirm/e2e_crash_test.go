@@ -401,7 +401,7 @@ func TestE2EKillClientDirectServer(t *testing.T) {
 func TestE2ERetryNotSentStaysUnknown(t *testing.T) {
 	w := newWorld(t, t.TempDir())
 	db := w.db()
-	first := parseCallOut(t, w.call(`{"item":"gadget","quantity":2,"buyer":"bob"}`, []string{"--timeout", "1s"}, "--hang-after-commit", "1"))
+	first := parseCallOut(t, w.call(`{"item":"gadget","quantity":2,"buyer":"bob"}`, []string{"--timeout", "2s"}, "--hang-after-commit", "1"))
 	if first.State != "unknown" || ordersFor(t, db, first.Key) != 1 {
 		t.Fatalf("setup: want an unknown call whose order committed, got %+v", first)
 	}

@@ -37,8 +37,8 @@ func TestE2EDefiniteFailureAndDecisions(t *testing.T) {
 	}
 
 	// Two lost responses, for abandon and mark applied.
-	lostA := parseCallOut(t, w.call(`{"item":"widget","quantity":1,"buyer":"alice"}`, []string{"--timeout", "1s"}, "--hang-after-commit", "1"))
-	lostB := parseCallOut(t, w.call(`{"item":"widget","quantity":3,"buyer":"alice"}`, []string{"--timeout", "1s"}, "--hang-after-commit", "1"))
+	lostA := parseCallOut(t, w.call(`{"item":"widget","quantity":1,"buyer":"alice"}`, []string{"--timeout", "2s"}, "--hang-after-commit", "1"))
+	lostB := parseCallOut(t, w.call(`{"item":"widget","quantity":3,"buyer":"alice"}`, []string{"--timeout", "2s"}, "--hang-after-commit", "1"))
 	if lostA.State != "unknown" || lostB.State != "unknown" {
 		t.Fatalf("want two unknown calls, got %+v and %+v", lostA, lostB)
 	}
@@ -106,7 +106,7 @@ func TestE2ENewSendsADeliberateSecondOrder(t *testing.T) {
 	db := w.db()
 	before := budgetOf(t, db, "bob")
 	const args = `{"item":"gizmo","quantity":1,"buyer":"bob"}`
-	first := parseCallOut(t, w.call(args, []string{"--timeout", "1s"}, "--hang-after-commit", "1"))
+	first := parseCallOut(t, w.call(args, []string{"--timeout", "2s"}, "--hang-after-commit", "1"))
 	if first.State != "unknown" {
 		t.Fatalf("first call: want unknown, got %+v", first)
 	}
@@ -183,7 +183,7 @@ func TestE2ECallerKey(t *testing.T) {
 
 	// A caller key whose call is unknown: refused, the user is sent to retry.
 	const key2 = "order-2026-12-02-alice-0002"
-	lost := parseCallOut(t, w.call(`{"item":"gadget","quantity":1,"buyer":"alice"}`, []string{"--key", key2, "--timeout", "1s"}, "--hang-after-commit", "1"))
+	lost := parseCallOut(t, w.call(`{"item":"gadget","quantity":1,"buyer":"alice"}`, []string{"--key", key2, "--timeout", "2s"}, "--hang-after-commit", "1"))
 	if lost.State != "unknown" || lost.Key != key2 {
 		t.Fatalf("want unknown under key2, got %+v", lost)
 	}

@@ -34,7 +34,7 @@ query_args = { idempotency_key = "{key}" }
 			if err := os.WriteFile(policy, []byte(query+tc.extra), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			r := w.call(`{"item":"widget","quantity":1,"buyer":"bob"}`, []string{"--timeout", "1s", "--policy", policy}, "--hang-after-commit", "1")
+			r := w.call(`{"item":"widget","quantity":1,"buyer":"bob"}`, []string{"--timeout", "2s", "--policy", policy}, "--hang-after-commit", "1")
 			wantExit(t, r, tc.code, "lost response with a query in the policy")
 			out := parseCallOut(t, r)
 			c := w.show(out.ID)

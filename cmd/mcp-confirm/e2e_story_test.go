@@ -21,7 +21,7 @@ func TestE2ELostResponseStory(t *testing.T) {
 	before := budgetOf(t, db, "alice")
 
 	// 1. The response is lost: the order commits, the answer never comes.
-	r := w.call(aliceOrder, []string{"--timeout", "1s"}, "--hang-after-commit", "1")
+	r := w.call(aliceOrder, []string{"--timeout", "2s"}, "--hang-after-commit", "1")
 	wantExit(t, r, exitUnknown, "call with a lost response")
 	out := parseCallOut(t, r)
 	if out.ID == 0 || out.State != "unknown" || out.Key == "" {
@@ -45,7 +45,7 @@ func TestE2ELostResponseStory(t *testing.T) {
 	}
 
 	// 2. The user presses "send" again: held, nothing sent.
-	r = w.call(aliceOrder, []string{"--timeout", "1s"}, "--hang-after-commit", "1")
+	r = w.call(aliceOrder, []string{"--timeout", "2s"}, "--hang-after-commit", "1")
 	wantExit(t, r, exitHeld, "identical resend")
 	stderrLines(t, r, "held resend")
 	if !strings.Contains(r.stderr, "held") || !strings.Contains(r.stderr, strconv.FormatInt(out.ID, 10)) {
