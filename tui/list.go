@@ -61,7 +61,13 @@ type listScreen struct {
 	cnt                  map[pending.State]int
 
 	w, h int
+
+	// rowCache keeps rendered rows while their data, selection, age and
+	// width are unchanged (most frames redraw identical rows).
+	rowCache map[int64]cachedRow
 }
+
+type cachedRow struct{ key, out string }
 
 func newListScreen(sh *shared) *listScreen {
 	ti := textinput.New()
@@ -379,8 +385,19 @@ func (l *listScreen) View() string {
 		b.WriteString(l.emptyView(p))
 	default:
 		end := min(len(l.rows), l.top+p)
+		if l.rowCache == nil || len(l.rowCache) > 4*p {
+			l.rowCache = make(map[int64]cachedRow, 2*p)
+		}
 		for i := l.top; i < end; i++ {
-			b.WriteString(l.rowView(l.rows[i], i == l.cur, cols))
+			c := l.rows[i]
+			k := fmt.Sprintf("%d|%s|%t|%d|%d|%s|%t|%d|%s", c.UpdatedAt.UnixNano(), c.State, i == l.cur, l.w, l.tab,
+				age(l.sh.now.Sub(c.CreatedAt)), c.Conflict, c.AttemptCount, c.Reason)
+			r, ok := l.rowCache[c.ID]
+			if !ok || r.key != k {
+				r = cachedRow{key: k, out: l.rowView(c, i == l.cur, cols)}
+				l.rowCache[c.ID] = r
+			}
+			b.WriteString(r.out)
 			b.WriteByte('\n')
 		}
 		b.WriteString(strings.Repeat("\n", p-(end-l.top)))
