@@ -144,11 +144,13 @@ type Model struct {
 	dialogSeq int
 	showHelp  bool
 
-	message    string // what the last action did, to which call
-	messageErr bool
-	busy       bool // message says what is running
-	recovered  int
-	w, h       int
+	message     string // what the last action did, to which call
+	messageErr  bool
+	messageWarn bool           // an outcome to act on, not an error
+	queried     map[int64]bool // calls the operator queried this session (the demo's hints)
+	busy        bool           // message says what is running
+	recovered   int
+	w, h        int
 }
 
 // New returns the console's root model.
@@ -174,7 +176,7 @@ func New(o Options) Model {
 	hm.Styles.ShortSeparator = sh.st.Faint
 	hm.Styles.FullSeparator = sh.st.Faint
 	hm.Styles.Ellipsis = sh.st.Faint
-	m := Model{sh: sh, keys: defaultAppKeys(), help: hm, w: 80, h: 24}
+	m := Model{sh: sh, keys: defaultAppKeys(), help: hm, w: 80, h: 24, queried: map[int64]bool{}}
 	if o.Journal != nil {
 		m.recovered = len(o.Journal.Recovered())
 	}
@@ -471,6 +473,7 @@ func (m *Model) onQueried(msg queriedMsg) tea.Cmd {
 		m.setMessage("query of "+who+" failed: "+errLine(msg.Err), true)
 		return m.reloadAfter(msg.ID)
 	}
+	m.queried[msg.ID] = true
 	p := msg.Result.Call.Proposal
 	switch p {
 	case guard.ProposalApplied:
@@ -500,7 +503,8 @@ func (m *Model) onRetried(msg retriedMsg) tea.Cmd {
 		if msg.Result.State == pending.StateUnknown {
 			s += " again (" + clean(msg.Result.Call.Reason) + "); nothing more was sent"
 		}
-		m.setMessage(s, msg.Result.State == pending.StateUnknown || msg.Result.State == pending.StateFailed)
+		m.setMessage(s, msg.Result.State == pending.StateFailed)
+		m.messageWarn = msg.Result.State == pending.StateUnknown
 	}
 	return m.reloadAfter(msg.ID)
 }
@@ -540,7 +544,8 @@ func (m *Model) onCallDone(msg callDoneMsg) tea.Cmd {
 	who := fmt.Sprintf("%s key %s (call %d)", clean(msg.Tool), keyTail(res.Key), res.Call.ID)
 	switch res.State {
 	case pending.StateUnknown:
-		m.setMessage(fmt.Sprintf("%s: no answer (%s); outcome unknown, NOT resent", who, clean(res.Call.Reason)), true)
+		m.setMessage(fmt.Sprintf("%s: no answer (%s); outcome unknown, NOT resent", who, clean(res.Call.Reason)), false)
+		m.messageWarn = true
 		m.active = screenList
 		cmd := m.list.showCall(pending.StateUnknown, res.Call)
 		d := newUnknownDialog(m.sh, m.nextDialogID(), res.Call)
@@ -568,7 +573,7 @@ func (m *Model) reloadAfter(id int64) tea.Cmd {
 }
 
 func (m *Model) setMessage(s string, isErr bool) {
-	m.message, m.messageErr, m.busy = s, isErr, false
+	m.message, m.messageErr, m.busy, m.messageWarn = s, isErr, false, false
 }
 
 func (m *Model) nextDialogID() int {
@@ -669,6 +674,8 @@ func (m Model) messageLine() string {
 			msg = st.Info.Render("… " + m.message)
 		case m.messageErr:
 			msg = st.ErrorLine.Render("! " + m.message)
+		case m.messageWarn:
+			msg = st.Warn.Render(GlyphUnknown + " " + m.message)
 		default:
 			msg = st.Message.Render("✓ " + m.message)
 		}

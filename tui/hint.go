@@ -14,28 +14,32 @@ func (m Model) demoHint() string {
 	to := m.sh.opts.WriteTimeout
 	switch {
 	case m.form.sending:
-		return fmt.Sprintf("The demo server commits the order but never answers. Watch: after %s with no answer the call becomes unknown, and is NOT resent.", to)
+		return fmt.Sprintf("The server commits the order but never answers: in %s it becomes unknown.", to)
 	case m.active == screenTools:
 		return "Pick create_order (a write: it gets an idempotency key) and press enter."
 	case m.active == screenForm:
-		return "The arguments are ready: press ctrl+s to check them and send the order."
+		return "The arguments are ready: ctrl+s checks them and sends the order."
+	}
+	if _, ok := m.dialog.(*unknownDialog); ok {
+		return "Press s: ask the server whether the order exists (esc: decide later)."
+	}
+	if m.dialog != nil {
+		return "Read what will happen, then y to go ahead (enter alone means No)."
 	}
 	sel, ok := m.list.selected()
 	if ok && sel.State == pending.StateUnknown && m.active != screenDetail {
-		switch {
-		case sel.Proposal == "":
-			return "This order's outcome is unknown. Press s to ask the server (find_orders by key) whether it exists."
-		default:
-			return "The query found the order. Press r to retry with the same key: the server replays it, so there is still one order. (m would mark it applied.)"
+		if !m.queried[sel.ID] {
+			return "Outcome unknown. Press s then y: ask the server (find_orders by its key)."
 		}
+		return "The order exists. Press r then y: resend with the same key; it is replayed."
 	}
 	switch {
 	case c[pending.StateUnknown] == 0 && c[pending.StateSucceeded] > 0:
-		return "Done: one order, one key, no duplicate. tab shows succeeded calls; enter shows a call's attempts; t lists the tools (find_orders, get_budget)."
+		return "Done: one order, one key. tab: other states · enter: a call's history."
 	case c[pending.StateUnknown] == 0:
-		return fmt.Sprintf("Welcome! Press c, pick create_order and send it. The demo server will lose its answer; in %s you decide what to do.", to)
+		return "Press c, then enter on create_order, then ctrl+s. Its answer will be lost."
 	case m.active == screenDetail:
-		return "Every attempt and decision of this call, from the journal. esc goes back; s, r, x, m, n decide here too."
+		return "Every attempt and decision of this call. esc goes back; s r x m n work here."
 	}
 	return "Unknown calls are waiting: pick one with ↑/↓, then s queries it."
 }
