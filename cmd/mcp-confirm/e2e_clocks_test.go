@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -28,17 +29,21 @@ func TestE2ETwoClocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = w.call(`{"item":"widget","quantity":2,"buyer":"alice"}`, []string{"--timeout", "2s", "--policy", policy}, "--delay", "8s")
-	wantExit(t, r, exitUnknown, "slow write past max_total")
+	// The attempt ends unknown by the absolute clock. The cancel that
+	// follows stops the demo server before it commits, and its answer
+	// saying so ("stopped before committing", isError) may come in before
+	// the command ends: then the call is failed by that late answer (exit 1).
 	lost := parseCallOut(t, r)
-	if lost.State != "unknown" || lost.Reason != "absolute timeout" {
-		t.Fatalf("want unknown (absolute timeout), got %+v", lost)
+	switch {
+	case r.code == exitUnknown && lost.State == "unknown" && lost.Reason == "absolute timeout":
+	case r.code == exitFailed && lost.State == "failed" && strings.Contains(string(lost.Result), "before committing"):
+	default:
+		t.Fatalf("slow write past max_total: want unknown (absolute timeout), or failed by the answer to the cancel; got %s", r)
 	}
 	c := w.show(lost.ID)
 	if a := c.Attempts[0]; a.Clock != "absolute" || a.Reason != "absolute timeout" {
 		t.Fatalf("attempt 1: want ended by the absolute clock, got %+v", a)
 	}
-	// The cancel that follows the timeout stops the demo server before it
-	// commits, and its answer saying so may still arrive (a late failure).
 	if c.State != "unknown" && !(c.State == "failed" && c.Attempts[0].Late) {
 		t.Fatalf("call: want unknown, or failed by the late answer to the cancel; got %s (%q)", c.State, c.Reason)
 	}
