@@ -76,3 +76,20 @@ $T send-keys -t app y
 wait_for "replayed by the server"
 shot 04-after-retry
 $T send-keys -t app q
+
+# The guided demo (no server, no journal given): the order just became
+# unknown in front of the operator.
+$T kill-server 2>/dev/null || true
+sleep 0.2
+$T new-session -d -s app -x $W -y $H -e TERM=xterm-256color -e COLORTERM=truecolor -e HOME="$WORK" \
+	-e XDG_STATE_HOME="$WORK/state" "$BIN"
+wait_for "Press c, then enter"
+$T send-keys -t app c
+wait_for "W write create_order"
+$T send-keys -t app Enter
+wait_for "The arguments are ready"
+$T send-keys -t app C-s
+wait_for "decide later"
+sleep 0.5 # past the dialog's grace period, as the operator would see it
+shot 05-guided-demo
+$T send-keys -t app q

@@ -654,7 +654,7 @@ func (m Model) topBar() string {
 	left := title + st.Faint.Render(" · ") + st.Bold.Render(where)
 	right := ""
 	if m.sh.opts.Demo {
-		right = st.Badge.Demo.Render(" guided demo ")
+		right = st.Badge.Demo.Render(" guided demo ") + " "
 	}
 	gap := m.w - ansi.StringWidth(left) - ansi.StringWidth(right)
 	if gap < 1 {
