@@ -381,6 +381,14 @@ func (g *Guard) HandleLateResult(lr mcpclient.LateResult) {
 		case sig.inProgress:
 			_ = g.j.RecordEvent(ctx, pending.EventLateResult, c.ID, "late answer: server reports in progress")
 			return
+		case sig.isError && lr.AfterCancel:
+			// A tool error that answers our cancel ("stopped", "context
+			// canceled") says how the handler ended after we asked it to,
+			// not that the work never took effect: a handler may commit and
+			// then see the cancel. Evidence only; the call stays unknown.
+			detail, _ := json.Marshal(map[string]any{"attempt": n, "result": lr.ResultJSON, "after_cancel": true})
+			_ = g.j.RecordEvent(ctx, pending.EventLateResult, c.ID, string(detail))
+			return
 		case sig.isError:
 			o = pending.Outcome{Event: pending.EventFailed, Result: lr.ResultJSON}
 		default:

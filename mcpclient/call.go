@@ -172,8 +172,11 @@ func (t *tap) finish(wc *wireCall, res *mcp.CallToolResult, err error, parent, c
 		// The answer came in while mcp-go was giving up on it (the clock
 		// fired, or the pipe closed right after the last line): an answer is
 		// an answer.
+		// Except a tool error that answers our cancel: it says how the
+		// handler stopped, not whether the work took effect, so the call
+		// stays unknown and the answer goes out as late evidence below.
 		raw := resp.resultJSON()
-		if r, perr := mcp.ParseCallToolResult(&raw); perr == nil {
+		if r, perr := mcp.ParseCallToolResult(&raw); perr == nil && !(r.IsError && resp.afterCancel) {
 			out.Kind, out.Result, out.ResultJSON = OutcomeResult, r, raw
 			break
 		}
