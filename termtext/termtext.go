@@ -10,8 +10,10 @@ import (
 )
 
 // Strip removes ANSI/VT escape sequences (CSI, OSC, DCS, SOS, PM, APC, and
-// two-byte escapes, in their 7-bit and 8-bit forms) and every control
-// character except newline and tab. Invalid UTF-8 becomes U+FFFD.
+// two-byte escapes, in their 7-bit and 8-bit forms), every control
+// character except newline and tab, and the Unicode bidirectional controls
+// (LRM, RLM, ALM, embeddings, overrides, isolates) that could make a line
+// read other than it is stored. Invalid UTF-8 becomes U+FFFD.
 func Strip(s string) string {
 	if isPlain(s) {
 		return s
@@ -33,8 +35,8 @@ func Strip(s string) string {
 		case r == '\n' || r == '\t':
 			b.WriteRune(r)
 			i += size
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			i += size // other C0 and C1 controls: dropped
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || isBidi(r):
+			i += size // other C0 and C1 controls, bidi controls: dropped
 		default:
 			b.WriteString(s[i : i+size])
 			i += size
@@ -114,4 +116,8 @@ func skipString(s string, i int) int {
 		i++
 	}
 	return i
+}
+
+func isBidi(r rune) bool {
+	return r == 0x200e || r == 0x200f || r == 0x061c || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
 }

@@ -19,6 +19,8 @@ func TestStrip(t *testing.T) {
 		{"unterminated osc", "ok\x1b]0;never ends", "ok"},
 		{"invalid utf8", "a\xffb", "a\uFFFDb"},
 		{"unicode kept", "Zürich — 東京", "Zürich — 東京"},
+		{"bidi override", "invoice\u202Efdp.exe", "invoicefdp.exe"},
+		{"bidi isolates and marks", "a\u2066b\u2069c\u200ed\u200fe\u061cf", "abcdef"},
 	}
 	for _, c := range cases {
 		if got := Strip(c.in); got != c.want {
@@ -37,7 +39,7 @@ func FuzzStripLeavesNoControls(f *testing.F) {
 	f.Add("\x1b]0;x\x07\x1b[1mhi")
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, r := range Strip(s) {
-			if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0) || isBidi(r) {
 				t.Fatalf("Strip(%q) kept control %U", s, r)
 			}
 		}

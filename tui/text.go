@@ -14,34 +14,15 @@ import (
 )
 
 // clean makes one line of untrusted text (a tool name, a reason, an error)
-// inert: escape sequences and controls go (termtext.Line), and so do the
-// bidirectional controls that could make a line read other than it is
-// stored. Everything from a server passes here before it is styled or
+// inert: escape sequences, controls and bidirectional controls go
+// (termtext.Line). Everything from a server passes here before it is styled or
 // truncated.
-func clean(s string) string { return dropBidi(termtext.Line(s)) }
+func clean(s string) string { return termtext.Line(s) }
 
 // cleanBlock is clean for multi-line text (descriptions, results): newlines
 // stay, tabs become spaces.
 func cleanBlock(s string) string {
-	return strings.ReplaceAll(dropBidi(termtext.Strip(s)), "\t", "    ")
-}
-
-// dropBidi removes Unicode bidirectional formatting characters (LRM, RLM,
-// ALM, the embeddings, overrides and isolates), which termtext keeps.
-func dropBidi(s string) string {
-	if !strings.ContainsFunc(s, isBidi) {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		if isBidi(r) {
-			return -1
-		}
-		return r
-	}, s)
-}
-
-func isBidi(r rune) bool {
-	return r == 0x200e || r == 0x200f || r == 0x061c || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+	return strings.ReplaceAll(termtext.Strip(s), "\t", "    ")
 }
 
 // trunc cuts s to w cells with an ellipsis, measuring as the terminal does.

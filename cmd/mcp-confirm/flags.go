@@ -104,7 +104,7 @@ Usage:
 Commands:
 `)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "  (none)\tthe operator console\n")
+	fmt.Fprintf(tw, "  (none), tui\tthe operator console\n")
 	for _, name := range sortedCommandNames() {
 		fmt.Fprintf(tw, "  %s\t%s\n", name, commands()[name].summary)
 	}

@@ -92,6 +92,8 @@ func run(ctx context.Context, args []string, e *env) int {
 			return exitOK
 		}
 		return runConsole(ctx, e, globals)
+	case "tui":
+		return runConsole(ctx, e, append(globals, rest...))
 	case "help":
 		usage(e.stdout)
 		return exitOK
