@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/idempotency"
+	"github.com/mcp-confirm/mcp-confirm/internal/testbin"
 )
 
 // bin is the mcp-confirm binary, built once for the package. The tests drive
@@ -31,18 +32,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bin = filepath.Join(dir, "mcp-confirm")
-	// Other packages of the command are edited concurrently; a build broken
-	// for a moment gets a few more tries before the tests give up.
-	var out []byte
-	for try := 0; try < 6; try++ {
-		cmd := exec.Command("go", "build", "-o", bin, "github.com/mcp-confirm/mcp-confirm/cmd/mcp-confirm")
-		if out, err = cmd.CombinedOutput(); err == nil {
-			break
-		}
-		time.Sleep(10 * time.Second)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build mcp-confirm: %v\n%s", err, out)
+	if err := testbin.Build(bin, testbin.MCPConfirm); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()

@@ -5,15 +5,14 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/mcp-confirm/mcp-confirm/internal/testbin"
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 	"github.com/mcp-confirm/mcp-confirm/pending"
 )
@@ -52,11 +51,7 @@ func demoBinary(b *testing.B) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "mcp-confirm")
-		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		out, err := exec.Command(goBin, "build", "-o", binPath, "github.com/mcp-confirm/mcp-confirm/cmd/mcp-confirm").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("build mcp-confirm: %v\n%s", err, out)
-		}
+		binErr = testbin.Build(binPath, testbin.MCPConfirm)
 	})
 	if binErr != nil {
 		b.Fatal(binErr)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-confirm/mcp-confirm/internal/testbin"
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 )
 
@@ -26,10 +26,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	fixtureBin = filepath.Join(dir, "fixture")
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	build := exec.Command(goBin, "build", "-o", fixtureBin, "./testdata/fixture")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build fixture server: %v\n%s", err, out)
+	if err := testbin.Build(fixtureBin, "./testdata/fixture"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()

@@ -8,9 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/internal/testbin"
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 	"github.com/mcp-confirm/mcp-confirm/pending"
 	"github.com/mcp-confirm/mcp-confirm/proxy"
@@ -36,14 +35,13 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bin = filepath.Join(dir, "mcp-confirm")
-	args := []string{"build", "-o", bin}
+	var flags []string
 	if raceEnabled {
 		// The proxy run by node is this package's code too.
-		args = append(args, "-race")
+		flags = append(flags, "-race")
 	}
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append(args, "../cmd/mcp-confirm")...)
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build mcp-confirm: %v\n%s", err, out)
+	if err := testbin.Build(bin, testbin.MCPConfirm, flags...); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()

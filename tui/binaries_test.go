@@ -2,11 +2,11 @@ package tui
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
+
+	"github.com/mcp-confirm/mcp-confirm/internal/testbin"
 )
 
 // Binaries the process tests run, built once per test binary into one
@@ -41,9 +41,8 @@ func buildBinary(t *testing.T, pkg, name string) string {
 		binDir = d
 	}
 	out := filepath.Join(binDir, name)
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", out, pkg)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	if err := testbin.Build(out, pkg); err != nil {
+		t.Fatal(err)
 	}
 	binPaths[pkg] = out
 	return out

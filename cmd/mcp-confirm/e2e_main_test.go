@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/mcp-confirm/mcp-confirm/demo"
 	"github.com/mcp-confirm/mcp-confirm/idempotency"
+	"github.com/mcp-confirm/mcp-confirm/internal/testbin"
 )
 
 // e2eBin is the mcp-confirm binary built once by TestMain. Under -race it
@@ -64,14 +64,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	for out, flags := range builds {
-		if err := os.MkdirAll(filepath.Dir(out), 0o700); err != nil {
+		if err := testbin.Build(out, ".", flags...); err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		args := append(append([]string{"build", "-o", out}, flags...), ".")
-		build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), args...)
-		if b, err := build.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build mcp-confirm %v: %v\n%s", flags, err, b)
 			os.Exit(1)
 		}
 	}
