@@ -242,16 +242,7 @@ func (j *Journal) List(ctx context.Context, f Filter) ([]Call, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []Call
-	for rows.Next() {
-		c, err := scanCall(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return scanCalls(rows)
 }
 
 // Counts returns the number of calls in each state, from the trigger-kept
@@ -282,25 +273,17 @@ func (j *Journal) Export(ctx context.Context, since time.Time, fn func(Call) err
 		return err
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, "SELECT "+callColumns+" FROM calls WHERE created_at >= ? ORDER BY created_at, id LIMIT 512", formatTime(since))
-	if err != nil {
-		return err
-	}
-	var calls []Call
-	for rows.Next() {
-		c, err := scanCall(rows)
+	// Pages of 512, read by keyset, keep memory flat on big journals.
+	page := func(q string, args ...any) ([]Call, error) {
+		rows, err := tx.QueryContext(ctx, "SELECT "+callColumns+" FROM calls WHERE "+q+" ORDER BY created_at, id LIMIT 512", args...)
 		if err != nil {
-			rows.Close()
-			return err
+			return nil, err
 		}
-		calls = append(calls, c)
+		return scanCalls(rows)
 	}
-	if err := rows.Close(); err != nil {
-		return err
-	}
-	// Pages of 512 keep memory flat on big journals.
+	calls, err := page("created_at >= ?", formatTime(since))
 	q := j.cached(tx)
-	for len(calls) > 0 {
+	for len(calls) > 0 && err == nil {
 		for _, c := range calls {
 			if c.Attempts, err = attemptsOf(ctx, q, c.ID); err != nil {
 				return err
@@ -313,25 +296,23 @@ func (j *Journal) Export(ctx context.Context, since time.Time, fn func(Call) err
 			}
 		}
 		last := calls[len(calls)-1]
-		calls = calls[:0]
-		rows, err := tx.QueryContext(ctx, "SELECT "+callColumns+` FROM calls WHERE (created_at, id) > (?, ?)
-			ORDER BY created_at, id LIMIT 512`, formatTime(last.CreatedAt), last.ID)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			c, err := scanCall(rows)
-			if err != nil {
-				rows.Close()
-				return err
-			}
-			calls = append(calls, c)
-		}
-		if err := rows.Close(); err != nil {
-			return err
-		}
+		calls, err = page("(created_at, id) > (?, ?)", formatTime(last.CreatedAt), last.ID)
 	}
-	return nil
+	return err
+}
+
+// scanCalls reads and closes rows of callColumns.
+func scanCalls(rows *sql.Rows) ([]Call, error) {
+	defer rows.Close()
+	var out []Call
+	for rows.Next() {
+		c, err := scanCall(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }
 
 // FindByKey returns the call with this (server, tool, key), with attempts.
