@@ -40,9 +40,12 @@ type Options struct {
 	Policy       *Policy
 	ServerAlias  string        // config name of the server, if one was used
 	WriteTimeout time.Duration // --timeout: overrides the policy's idle clock for writes
-	Operator     string        // default: the OS user
-	Keys         KeySource     // default: ULIDs from crypto randomness
-	Logger       *slog.Logger
+	// ReadBudget, when set, bounds a read with all its retries (the proxy
+	// sets it so that its host hears an answer before giving up itself).
+	ReadBudget time.Duration
+	Operator   string    // default: the OS user
+	Keys       KeySource // default: ULIDs from crypto randomness
+	Logger     *slog.Logger
 	// Jitter is the randomness for read backoff; tests seed it.
 	Jitter *mrand.Rand
 }

@@ -1086,3 +1086,28 @@ func TestServerUnavailable(t *testing.T) {
 		t.Errorf("%d writes, %d calls", h.writes(), len(h.calls()))
 	}
 }
+
+// With a read budget (the proxy's), a read and its retries end within it:
+// each attempt's clocks are cut to what is left, and no attempt starts once
+// the budget is spent. The fake server spends each attempt's whole clock,
+// as a server that never answers would.
+func TestReadBudgetBoundsRetries(t *testing.T) {
+	h := newHarness(t, "")
+	const budget = 300 * time.Millisecond
+	h.g = New(h.j, h.f, Options{Operator: "tester", ReadBudget: budget})
+	h.f.set("get_budget", func(c fakeCall) mcpclient.Outcome {
+		time.Sleep(c.Opts.MaxTotal)
+		return lostOutcome()
+	})
+	res, err := h.call(Request{Tool: "get_budget", Args: map[string]any{"buyer": "alice"}})
+	if err != nil || res.State != pending.StateFailed {
+		t.Fatalf("read past its budget: %+v %v", res, err)
+	}
+	sent := h.f.sent("get_budget")
+	if len(sent) != 1 {
+		t.Fatalf("%d attempts; the first one used the whole budget, so no retry may start", len(sent))
+	}
+	if o := sent[0].Opts; o.MaxTotal > budget || o.IdleTimeout > budget {
+		t.Fatalf("attempt clocks %v/%v exceed the budget %v", o.IdleTimeout, o.MaxTotal, budget)
+	}
+}

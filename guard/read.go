@@ -13,13 +13,32 @@ import (
 // exponential backoff and jitter, up to the policy's read_attempts. Reads
 // change nothing, so resending them is safe; they are not journaled and
 // never become unknown: after the last attempt they fail.
+//
+// With Options.ReadBudget set, all attempts and pauses end within it: a
+// proxy must answer its host before the host gives up on its own.
 func (g *Guard) read(ctx context.Context, tool string, args map[string]any, onProgress func(mcpclient.Progress)) (Result, error) {
 	timeout, attempts := g.opts.Policy.readSettings()
+	var deadline time.Time
+	if g.opts.ReadBudget > 0 {
+		deadline = time.Now().Add(g.opts.ReadBudget)
+	}
 	var out mcpclient.Outcome
 	for i := 0; i < attempts; i++ {
+		var pause time.Duration
 		if i > 0 {
+			pause = g.backoff(i)
+		}
+		perAttempt := timeout
+		if !deadline.IsZero() {
+			left := time.Until(deadline) - pause
+			if left <= 0 {
+				break // no time for another attempt: fail with the last outcome
+			}
+			perAttempt = min(perAttempt, left)
+		}
+		if pause > 0 {
 			select {
-			case <-time.After(g.backoff(i)):
+			case <-time.After(pause):
 			case <-ctx.Done():
 				// A read was sent and may be retried by the caller at will:
 				// report it failed, not as bad input or an outage.
@@ -27,7 +46,7 @@ func (g *Guard) read(ctx context.Context, tool string, args map[string]any, onPr
 				return Result{State: pending.StateFailed, Error: e}, nil
 			}
 		}
-		out = g.srv.Call(ctx, tool, args, mcpclient.CallOptions{IdleTimeout: timeout, MaxTotal: timeout, OnProgress: onProgress})
+		out = g.srv.Call(ctx, tool, args, mcpclient.CallOptions{IdleTimeout: perAttempt, MaxTotal: perAttempt, OnProgress: onProgress})
 		if out.Kind == mcpclient.OutcomeResult || out.Kind == mcpclient.OutcomeRPCError || ctx.Err() != nil {
 			break
 		}

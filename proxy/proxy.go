@@ -103,6 +103,9 @@ func New(opts Options) *Proxy {
 	})
 	gd = guard.New(opts.Journal, p.client, guard.Options{
 		Policy: policy, ServerAlias: opts.Server.Name, WriteTimeout: opts.Timeout, Keys: opts.Keys, Logger: log,
+		// A read with its retries answers within the write's absolute clock,
+		// under the hosts' own limit, as a write does.
+		ReadBudget: policy.Defaults.MaxTotal.Duration,
 	})
 	p.guard = gd
 	return p
