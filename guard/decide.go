@@ -316,15 +316,6 @@ func (g *Guard) Note(ctx context.Context, id int64, note string) error {
 	return journalErr(g.j.Decide(ctx, id, pending.DecisionInput{Action: pending.ActionNote, Operator: g.opts.Operator, Note: note}))
 }
 
-// sentOn reports whether attempt a went out on session. The attempt's
-// session is the one its intent named; when the server had died since, the
-// request went out on a fresh session, which the rpc id records (see send).
-func sentOn(a pending.Attempt, session int) bool {
-	return a.Session == session || strings.HasSuffix(a.RPCID, sentSuffix(session))
-}
-
-func sentSuffix(session int) string { return fmt.Sprintf("(session %d)", session) }
-
 // HandleLateResult records an answer that arrived after its attempt ended
 // unknown (wire it to mcpclient.Options.OnLateResult). It never sends.
 func (g *Guard) HandleLateResult(lr mcpclient.LateResult) {
@@ -343,7 +334,7 @@ func (g *Guard) HandleLateResult(lr mcpclient.LateResult) {
 		}
 		n = 0
 		for _, a := range c.Attempts {
-			if a.Outcome == pending.OutcomeUnknown && sentOn(a, lr.Session) {
+			if a.Outcome == pending.OutcomeUnknown && a.Session == lr.Session {
 				n = a.N // the latest unknown attempt on that session
 			}
 		}

@@ -72,7 +72,7 @@ type Guard struct {
 // sendState is one attempt between its send and its recorded outcome.
 type sendState struct {
 	ids   map[string]bool // "session/rpcID" of every request written for it
-	first string          // the first request's id and session, as the journal shows it
+	first string          // the first request's JSON-RPC id
 	early []mcpclient.LateResult
 }
 
@@ -308,7 +308,7 @@ func (g *Guard) send(ctx context.Context, call pending.Call, n int, prior pendin
 			g.sendMu.Lock()
 			st.ids[wireID(session, rpcID)] = true
 			if st.first == "" {
-				st.first = rpcID + " " + sentSuffix(session)
+				st.first = rpcID
 			}
 			g.sendMu.Unlock()
 		},
@@ -321,10 +321,10 @@ func (g *Guard) send(ctx context.Context, call pending.Call, n int, prior pendin
 		// longer be abandoned or marked applied.
 		o.Event, o.Reason = pending.EventLost, o.Reason+"; the earlier attempt's outcome is still unknown"
 	}
-	// The first request's id (informative: ids restart with every session)
-	// goes in with the outcome, not in a write of its own.
+	// Where the request went (its first id, and the session it really went
+	// out on) is stored with the outcome, not in a write of its own.
 	g.sendMu.Lock()
-	o.RPCID = st.first
+	o.RPCID, o.Session = st.first, out.Session
 	g.sendMu.Unlock()
 	// The outcome is recorded even if the caller's context has ended: the
 	// journal must not keep an attempt open that this process knows ended.

@@ -52,11 +52,8 @@ func TestIntentOutcomeRoundTrip(t *testing.T) {
 	if c.State != StateInFlight || c.ID == 0 {
 		t.Fatalf("intent = %+v", c)
 	}
-	if err := j.RecordSent(ctx, c.ID, 1, "7"); err != nil {
-		t.Fatal(err)
-	}
 	res := json.RawMessage(`{"content":[],"isError":false}`)
-	if err := j.RecordOutcome(ctx, c.ID, 1, Outcome{Event: EventSucceeded, Result: res}); err != nil {
+	if err := j.RecordOutcome(ctx, c.ID, 1, Outcome{Event: EventSucceeded, Result: res, RPCID: "7"}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := j.Get(ctx, c.ID)

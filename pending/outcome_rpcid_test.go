@@ -6,36 +6,34 @@ import (
 	"testing"
 )
 
-// The outcome can carry the attempt's rpc id (saving a RecordSent write);
-// an empty one keeps whatever RecordSent stored.
-func TestOutcomeRecordsRPCID(t *testing.T) {
+// The outcome carries where the attempt's request went: its rpc id, and
+// the session it really went out on, which replaces the intent's when the
+// server was restarted in between (0 keeps the intent's).
+func TestOutcomeRecordsWhereItWent(t *testing.T) {
 	ctx := context.Background()
 	j := openTest(t, "")
 	for _, tc := range []struct {
-		sent, withOutcome, want string
+		rpcID          string
+		session, want int
 	}{
-		{"", "3 (session 2)", "3 (session 2)"},
-		{"7", "", "7"},
-		{"", "", ""},
+		{"3", 2, 2},
+		{"7", 0, 1},
+		{"", 0, 1},
 	} {
-		c, err := j.RecordIntent(ctx, intent("create_order", `{"sent":"`+tc.sent+`","out":"`+tc.withOutcome+`"}`))
+		in := intent("create_order", `{"rpc":"`+tc.rpcID+`","session":`+string(rune('0'+tc.session))+`}`)
+		c, err := j.RecordIntent(ctx, in) // the intent names session 1
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tc.sent != "" {
-			if err := j.RecordSent(ctx, c.ID, 1, tc.sent); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := j.RecordOutcome(ctx, c.ID, 1, Outcome{Event: EventLost, Reason: "idle timeout", RPCID: tc.withOutcome}); err != nil {
+		if err := j.RecordOutcome(ctx, c.ID, 1, Outcome{Event: EventLost, Reason: "idle timeout", RPCID: tc.rpcID, Session: tc.session}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := j.Get(ctx, c.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a := got.Attempts[0]; a.RPCID != tc.want || a.Outcome != OutcomeUnknown {
-			t.Errorf("sent %q, outcome %q: attempt %+v, want rpc id %q", tc.sent, tc.withOutcome, a, tc.want)
+		if a := got.Attempts[0]; a.RPCID != tc.rpcID || a.Session != tc.want || a.Outcome != OutcomeUnknown {
+			t.Errorf("outcome rpc %q session %d: attempt %+v, want rpc id %q session %d", tc.rpcID, tc.session, a, tc.rpcID, tc.want)
 		}
 	}
 }

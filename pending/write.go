@@ -134,15 +134,6 @@ func (in Intent) validate() error {
 	return nil
 }
 
-// RecordSent notes the JSON-RPC id of an attempt's first wire request. It is
-// informative only (ids restart with every session), so it commits lazily.
-func (j *Journal) RecordSent(ctx context.Context, callID int64, n int, rpcID string) error {
-	return j.write(ctx, lazy, func(ctx context.Context, c *sql.Conn) error {
-		_, err := j.exec(ctx, c, "UPDATE attempts SET rpc_id = ? WHERE call_id = ? AND n = ?", rpcID, callID, n)
-		return err
-	})
-}
-
 // Outcome is how an attempt ended.
 type Outcome struct {
 	Event  Event           // EventSucceeded, EventFailed or EventLost
@@ -150,9 +141,12 @@ type Outcome struct {
 	Clock  string          // for lost: "idle" or "absolute" when a deadline fired
 	Result json.RawMessage // CallToolResult as MCP JSON
 	Error  json.RawMessage // JSON-RPC error as JSON
-	// RPCID, when not empty, is stored as the attempt's rpc_id in the same
-	// write (RecordOutcome only): it saves a RecordSent per call.
-	RPCID string
+	// RPCID and Session say where the attempt's first request went (RecordOutcome
+	// only; informative, ids restart with every session). Session, when not
+	// 0, replaces the one the intent named: if the server died in between,
+	// the request went out on a fresh session, and late answers name that one.
+	RPCID   string
+	Session int
 }
 
 func (o Outcome) attemptOutcome() (string, error) {
@@ -196,8 +190,8 @@ func (j *Journal) RecordOutcome(ctx context.Context, callID int64, n int, o Outc
 			return err
 		}
 		if _, err := j.exec(ctx, c, `UPDATE attempts SET outcome = ?, reason = ?, clock = ?, ended_at = ?,
-			result = ?, error = ?, rpc_id = CASE WHEN ? = '' THEN rpc_id ELSE ? END WHERE call_id = ? AND n = ?`,
-			outcome, o.Reason, o.Clock, ts, nullJSON(o.Result), nullJSON(o.Error), o.RPCID, o.RPCID, callID, n); err != nil {
+			result = ?, error = ?, rpc_id = ?, session = CASE WHEN ? = 0 THEN session ELSE ? END WHERE call_id = ? AND n = ?`,
+			outcome, o.Reason, o.Clock, ts, nullJSON(o.Result), nullJSON(o.Error), o.RPCID, o.Session, o.Session, callID, n); err != nil {
 			return err
 		}
 		_, err = j.exec(ctx, c, "UPDATE calls SET state = ?, reason = ?, updated_at = ? WHERE id = ?", to, o.Reason, ts, callID)
