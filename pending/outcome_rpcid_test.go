@@ -13,7 +13,7 @@ func TestOutcomeRecordsWhereItWent(t *testing.T) {
 	ctx := context.Background()
 	j := openTest(t, "")
 	for _, tc := range []struct {
-		rpcID          string
+		rpcID         string
 		session, want int
 	}{
 		{"3", 2, 2},
