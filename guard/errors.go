@@ -73,6 +73,20 @@ func (e *ServerMismatchError) Error() string {
 }
 func (e *ServerMismatchError) Unwrap() error { return ErrNotAllowed }
 
+// OutcomeNotRecordedError: the request went to the server, but the journal
+// could not record how it ended. It is never "not sent": the call stays
+// in_flight in the file, the next open recovers it as unknown, and callers
+// must treat it as unknown (exit 3, the proxy's unknown answer).
+type OutcomeNotRecordedError struct {
+	CallID int64
+	Err    error
+}
+
+func (e *OutcomeNotRecordedError) Error() string {
+	return fmt.Sprintf("call %d was sent, but the journal could not record its outcome (%v)", e.CallID, e.Err)
+}
+func (e *OutcomeNotRecordedError) Unwrap() error { return e.Err }
+
 func badInput(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrBadInput, fmt.Sprintf(format, args...))
 }

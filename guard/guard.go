@@ -334,14 +334,23 @@ func (g *Guard) send(ctx context.Context, call pending.Call, n int, prior pendin
 		g.HandleLateResult(lr)
 	}
 	if err != nil {
-		return Result{}, journalErr(err)
+		if out.Kind == mcpclient.OutcomeNotSent {
+			return Result{}, journalErr(err)
+		}
+		// Sent, outcome not journaled: unknown to everyone, never "not sent".
+		return Result{Call: call, State: pending.StateUnknown, Key: call.Key},
+			&OutcomeNotRecordedError{CallID: call.ID, Err: err}
 	}
 	if replayed {
 		_ = g.j.RecordEvent(rctx, pending.EventDedupeHit, call.ID, "server replayed a stored result")
 	}
 	final, err := g.j.Get(rctx, call.ID)
 	if err != nil {
-		return Result{}, journalErr(err)
+		// The outcome is recorded; only reading it back failed. Report the
+		// state it was recorded as, never an error that reads "not sent".
+		final = call
+		final.State, _ = pending.Transition(pending.StateInFlight, o.Event)
+		final.Reason = o.Reason
 	}
 	res := Result{Call: final, State: final.State, Key: call.Key, Result: out.ResultJSON, Replayed: replayed}
 	if out.RPCError != nil {

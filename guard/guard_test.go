@@ -1111,3 +1111,31 @@ func TestReadBudgetBoundsRetries(t *testing.T) {
 		t.Fatalf("attempt clocks %v/%v exceed the budget %v", o.IdleTimeout, o.MaxTotal, budget)
 	}
 }
+
+// The server answered, but the journal can no longer record it (here it is
+// closed under the call). The write was sent, so the caller must hear
+// "unknown", never an "unavailable, nothing sent" that invites a resend.
+func TestOutcomeNotRecordedIsUnknownNotUnavailable(t *testing.T) {
+	h := newHarness(t, "")
+	h.f.set("create_order", func(fakeCall) mcpclient.Outcome {
+		h.j.Close()
+		return okOutcome(map[string]any{"order_id": 1})
+	})
+	res, err := h.call(Request{Tool: "create_order", Args: order(2)})
+	var notRecorded *OutcomeNotRecordedError
+	if !errors.As(err, &notRecorded) || errors.Is(err, ErrUnavailable) {
+		t.Fatalf("err = %v; want an OutcomeNotRecordedError that is not ErrUnavailable", err)
+	}
+	if res.State != pending.StateUnknown || notRecorded.CallID == 0 || notRecorded.CallID != res.Call.ID {
+		t.Fatalf("result %+v for call %d; want unknown, naming the call", res, notRecorded.CallID)
+	}
+	if n := len(h.f.sent("create_order")); n != 1 {
+		t.Fatalf("%d sends; want exactly 1", n)
+	}
+	// The next process finds the call in flight with a dead owner: unknown.
+	j := openJournal(t, h.path)
+	c, err := j.Get(context.Background(), res.Call.ID)
+	if err != nil || c.State != pending.StateUnknown || c.Reason != pending.ReasonRecovered {
+		t.Fatalf("after reopening: %s %q %v; want unknown, recovered", c.State, c.Reason, err)
+	}
+}

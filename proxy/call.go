@@ -139,11 +139,18 @@ func encode(r *mcp.CallToolResult) (json.RawMessage, *mcpclient.RPCError) {
 	return b, nil
 }
 
-// refusal answers a call the guard did not send.
+// refusal answers a call the guard returned an error for: one it did not
+// send, or (OutcomeNotRecordedError) one whose outcome is unknown.
 func (p *Proxy) refusal(tool string, res guard.Result, err error) *mcp.CallToolResult {
 	var held *guard.HeldError
 	var pendingKey *guard.KeyPendingError
+	var notRecorded *guard.OutcomeNotRecordedError
 	switch {
+	case errors.As(err, &notRecorded):
+		// Sent, but not journaled how it ended: unknown, and the host must
+		// hear so; "could not be sent" would invite a resend.
+		p.log.Error("call sent, outcome not journaled; answered unknown", "call", notRecorded.CallID, "tool", tool, "err", err)
+		return Unknown(notRecorded.CallID, res.Key, "outcome not journaled")
 	case errors.As(err, &held):
 		p.log.Info("held: an identical call is still open; nothing sent", "call", held.CallID, "tool", tool, "state", held.State)
 		return Held(held.CallID, held.State)

@@ -98,7 +98,13 @@ func exitFor(e *env, cmd string, res guard.Result, err error) int {
 		msg := err.Error()
 		var held *guard.HeldError
 		var pendingKey *guard.KeyPendingError
+		var notRecorded *guard.OutcomeNotRecordedError
 		switch {
+		case errors.As(err, &notRecorded):
+			fmt.Fprintf(e.stderr, "mcp-confirm %s: %s; treat it as unknown, it was NOT resent.\n"+
+				"Fix the journal (disk space, permissions), then 'mcp-confirm list' shows it unknown; decide it with query, retry, mark or abandon.\n",
+				cmd, oneLine(msg))
+			return exitUnknown
 		case errors.As(err, &held):
 			fmt.Fprintf(e.stderr, "mcp-confirm %s: held: call %d with the same tool and arguments is %s; nothing was sent.\n"+
 				"Decide that call first ('mcp-confirm show %d'), or pass --new if this is deliberately a second operation.\n",
@@ -117,7 +123,11 @@ func exitFor(e *env, cmd string, res guard.Result, err error) int {
 			fmt.Fprintf(e.stderr, "mcp-confirm %s: %s.\n", cmd, trimClass(msg))
 			return exitHeld
 		}
-		fmt.Fprintf(e.stderr, "mcp-confirm %s: %s\nCheck that the server starts on its own (run its command by hand); nothing was sent.\n", cmd, oneLine(trimClass(msg)))
+		hint := "Check that the server starts on its own (run its command by hand); nothing was sent."
+		if strings.Contains(msg, "journal") {
+			hint = "Check the journal file (disk space, permissions, --db); nothing was sent."
+		}
+		fmt.Fprintf(e.stderr, "mcp-confirm %s: %s\n%s\n", cmd, oneLine(trimClass(msg)), hint)
 		return exitUnavailable
 	}
 	switch res.State {
