@@ -529,9 +529,15 @@ func (m *Model) onCallDone(msg callDoneMsg) tea.Cmd {
 	}
 	res, err := msg.Result, msg.Err
 	var held *guard.HeldError
+	var notRecorded *guard.OutcomeNotRecordedError
 	switch {
 	case errors.As(err, &held):
 		m.setMessage(fmt.Sprintf("held, nothing sent: an identical call (%d) is %s; decide it first", held.CallID, stateWord(held.State)), true)
+		return nil
+	case errors.As(err, &notRecorded):
+		// It went out: never say "not sent" of it.
+		m.setMessage(fmt.Sprintf("%s (call %d) was sent, but the journal could not record how it ended: outcome unknown, NOT resent; fix the journal, it shows as unknown after a restart",
+			clean(msg.Tool), notRecorded.CallID), true)
 		return nil
 	case err != nil:
 		m.setMessage(fmt.Sprintf("%s was not sent: %s", clean(msg.Tool), errLine(err)), true)
