@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // CallOptions tune one Call.
@@ -68,21 +67,17 @@ func (c *Client) Call(ctx context.Context, tool string, args map[string]any, o C
 }
 
 func (c *Client) callOn(ctx context.Context, s *session, tool string, args map[string]any, o CallOptions) Outcome {
-	a := make(map[string]any, len(args)+1)
-	for k, v := range args {
-		a[k] = v
-	}
 	if o.KeyArg != "" {
+		a := make(map[string]any, len(args)+1)
+		for k, v := range args {
+			a[k] = v
+		}
 		a[o.KeyArg] = o.Key
+		args = a
 	}
+	// The token names the call on the wire twice: progress token and
+	// JSON-RPC id.
 	token := c.newToken()
-	req := mcp.CallToolRequest{}
-	req.Params.Name = tool
-	req.Params.Arguments = a
-	req.Params.Meta = &mcp.Meta{ProgressToken: token}
-	if o.Key != "" {
-		req.Params.Meta.AdditionalFields = map[string]any{KeyMetaField: o.Key}
-	}
 
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -121,7 +116,7 @@ func (c *Client) callOn(ctx context.Context, s *session, tool string, args map[s
 		out = Outcome{Kind: OutcomeNotSent, Session: s.n, EndedAt: time.Now(),
 			Err: fmt.Errorf("call %s: %w", tool, s.lostError())}
 	} else {
-		res, err := s.mc.CallTool(callCtx, req)
+		res, err := s.toolsCall(callCtx, token, tool, args, o.Key)
 		out = s.tap.finish(wc, res, err, ctx, callCtx, stopClocks)
 		if out.Kind == OutcomeUnknown && out.Reason == ReasonConnectionLost {
 			out.Err = fmt.Errorf("call %s: %w", tool, s.lostError())
@@ -138,7 +133,7 @@ func (c *Client) callOn(ctx context.Context, s *session, tool string, args map[s
 
 // finish decides the outcome of a call once mcp-go has returned, from what
 // mcp-go says and from what the tap saw on the wire.
-func (t *tap) finish(wc *wireCall, res *mcp.CallToolResult, err error, parent, callCtx context.Context, stopClocks func()) Outcome {
+func (t *tap) finish(wc *wireCall, res json.RawMessage, err error, parent, callCtx context.Context, stopClocks func()) Outcome {
 	t.mu.Lock()
 	// From here on, progress for this call is ignored and any answer to it
 	// is late.
@@ -160,8 +155,7 @@ func (t *tap) finish(wc *wireCall, res *mcp.CallToolResult, err error, parent, c
 
 	switch {
 	case err == nil:
-		// ResultJSON is filled in below, outside the lock the read loop needs.
-		out.Kind, out.Result = OutcomeResult, res
+		out.Kind, out.ResultJSON = OutcomeResult, res
 	case last == nil:
 		// Not one byte of any request for this call reached the pipe.
 		out.Kind, out.Err = OutcomeNotSent, err
@@ -176,8 +170,8 @@ func (t *tap) finish(wc *wireCall, res *mcp.CallToolResult, err error, parent, c
 		// handler stopped, not whether the work took effect, so the call
 		// stays unknown and the answer goes out as late evidence below.
 		raw := resp.resultJSON()
-		if r, perr := mcp.ParseCallToolResult(&raw); perr == nil && !(r.IsError && resp.afterCancel) {
-			out.Kind, out.Result, out.ResultJSON = OutcomeResult, r, raw
+		if isError, ok := resultIsError(raw); ok && !(isError && resp.afterCancel) {
+			out.Kind, out.ResultJSON = OutcomeResult, raw
 			break
 		}
 		fallthrough
@@ -208,13 +202,6 @@ func (t *tap) finish(wc *wireCall, res *mcp.CallToolResult, err error, parent, c
 	}
 	t.tracked.Store(int32(len(t.byID)))
 	t.mu.Unlock()
-	if out.Kind == OutcomeResult && out.ResultJSON == nil {
-		if raw := resp.resultJSON(); raw != nil {
-			out.ResultJSON = raw
-		} else if b, merr := json.Marshal(out.Result); merr == nil {
-			out.ResultJSON = b
-		}
-	}
 	return out
 }
 

@@ -71,7 +71,7 @@ func TestModernServer(t *testing.T) {
 		MetaKey  string         `json:"meta_key"`
 		HasToken bool           `json:"has_token"`
 	}
-	b, _ := json.Marshal(out.Result.StructuredContent)
+	b, _ := json.Marshal(toolResult(t, out.ResultJSON).StructuredContent)
 	if err := json.Unmarshal(b, &sc); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestModernServer(t *testing.T) {
 
 	// A tool-level failure is still an answer.
 	out = call(t, c, "tool_error", nil, mcpclient.CallOptions{})
-	if out.Kind != mcpclient.OutcomeResult || !out.Result.IsError {
+	if out.Kind != mcpclient.OutcomeResult || !toolResult(t, out.ResultJSON).IsError {
 		t.Errorf("tool_error outcome = %+v", out)
 	}
 	// KeyArg without a key is refused before anything is sent.
@@ -233,7 +233,7 @@ func TestLateResultDelivered(t *testing.T) {
 		t.Fatalf("outcome = %+v", out)
 	}
 	lr := late.wait(t, "k-late-0000000001")
-	if lr.Result == nil || lr.RPCError != nil || lr.RPCID != out.RPCID || lr.Session != out.Session {
+	if lr.ResultJSON == nil || lr.RPCError != nil || lr.RPCID != out.RPCID || lr.Session != out.Session {
 		t.Fatalf("late = %+v", lr)
 	}
 	if !lr.AfterCancel {
@@ -357,7 +357,7 @@ func TestEnvAndDir(t *testing.T) {
 	if out.Kind != mcpclient.OutcomeResult {
 		t.Fatalf("outcome = %+v", out)
 	}
-	b, _ := json.Marshal(out.Result.StructuredContent)
+	b, _ := json.Marshal(toolResult(t, out.ResultJSON).StructuredContent)
 	var got struct{ Value, Cwd string }
 	_ = json.Unmarshal(b, &got)
 	if got.Value != "from-spec" || got.Cwd != dir {

@@ -105,10 +105,10 @@ func TestDemoServerLostResponse(t *testing.T) {
 	}
 
 	out = call(t, c, "create_order", args, o)
-	if out.Kind != mcpclient.OutcomeResult || out.Result.IsError {
+	if out.Kind != mcpclient.OutcomeResult || toolResult(t, out.ResultJSON).IsError {
 		t.Fatalf("resend = %+v", out)
 	}
-	if out.Result.Meta == nil || out.Result.Meta.AdditionalFields["io.github.mcp-confirm/replayed"] != true {
+	if toolResult(t, out.ResultJSON).Meta == nil || toolResult(t, out.ResultJSON).Meta.AdditionalFields["io.github.mcp-confirm/replayed"] != true {
 		t.Errorf("resend not marked replayed: %s", out.ResultJSON)
 	}
 	out = call(t, c, "get_budget", map[string]any{"buyer": "alice"}, mcpclient.CallOptions{})
@@ -129,7 +129,7 @@ func decode(t *testing.T, out mcpclient.Outcome, v any) {
 	if out.Kind != mcpclient.OutcomeResult {
 		t.Fatalf("outcome = %+v", out)
 	}
-	b, err := json.Marshal(out.Result.StructuredContent)
+	b, err := json.Marshal(toolResult(t, out.ResultJSON).StructuredContent)
 	if err != nil {
 		t.Fatal(err)
 	}

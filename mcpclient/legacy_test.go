@@ -59,7 +59,7 @@ func TestLegacyEverythingServer(t *testing.T) {
 	out := call(t, c, "echo", map[string]any{"message": "hello"}, mcpclient.CallOptions{
 		Key: "k-ts-echo-0000001", OnSent: func(_ int, id string) { sent = append(sent, id) },
 	})
-	if out.Kind != mcpclient.OutcomeResult || len(out.Result.Content) == 0 {
+	if out.Kind != mcpclient.OutcomeResult || len(toolResult(t, out.ResultJSON).Content) == 0 {
 		t.Fatalf("echo outcome = %+v", out)
 	}
 	// The legacy layout (arguments before _meta, result before id) is read
@@ -67,8 +67,8 @@ func TestLegacyEverythingServer(t *testing.T) {
 	if out.RPCID == "" || len(sent) != 1 || sent[0] != out.RPCID || !strings.Contains(string(out.ResultJSON), "Echo: hello") {
 		t.Errorf("rpc id %q, sent %v, result JSON %s", out.RPCID, sent, out.ResultJSON)
 	}
-	if txt, ok := out.Result.Content[0].(mcp.TextContent); !ok || txt.Text != "Echo: hello" {
-		t.Errorf("echo content = %+v", out.Result.Content)
+	if txt, ok := toolResult(t, out.ResultJSON).Content[0].(mcp.TextContent); !ok || txt.Text != "Echo: hello" {
+		t.Errorf("echo content = %+v", toolResult(t, out.ResultJSON).Content)
 	}
 
 	// Progress every second; the absolute clock ends it long before the

@@ -3,6 +3,7 @@ package mcpclient_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/internal/testbin"
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
@@ -175,3 +178,14 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// toolResult parses a result as mcp-go reads a CallToolResult: the raw JSON
+// the client keeps must be one.
+func toolResult(t *testing.T, raw json.RawMessage) *mcp.CallToolResult {
+	t.Helper()
+	r, err := mcp.ParseCallToolResult(&raw)
+	if err != nil {
+		t.Fatalf("result %s: %v", raw, err)
+	}
+	return r
+}

@@ -130,10 +130,8 @@ func (s *session) relayParams(params json.RawMessage) (map[string]json.RawMessag
 	for _, k := range connectionMeta {
 		delete(meta, k)
 	}
-	if v := s.mc.ProtocolVersion(); mcp.IsModernProtocol(v) {
-		meta[mcp.MetaKeyProtocolVersion], _ = json.Marshal(v)
-		meta[mcp.MetaKeyClientCapabilities], _ = json.Marshal(s.mc.GetClientCapabilities())
-		meta[mcp.MetaKeyClientInfo], _ = json.Marshal(mcp.Implementation{Name: s.opts.ClientName, Version: s.opts.ClientVersion})
+	for k, v := range s.connFields {
+		meta[k] = v
 	}
 	if len(meta) > 0 {
 		fields["_meta"], _ = json.Marshal(meta)

@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -37,6 +38,10 @@ type session struct {
 	late   *lateQueue
 	mc     *client.Client
 	info   ServerInfo
+	// The _meta members every request carries on a 2026-07-28 connection,
+	// set once by the handshake (setConnMeta); empty on a legacy one.
+	connMeta   []byte                     // as a JSON fragment, for tools/call
+	connFields map[string]json.RawMessage // as fields, for relayed requests
 
 	exited     chan struct{} // cmd.Wait returned; exitErr set
 	exitErr    error
@@ -165,6 +170,7 @@ func (s *session) handshake(ctx context.Context) error {
 	}
 	s.info = ServerInfo{Name: res.ServerInfo.Name, Version: res.ServerInfo.Version, Protocol: s.mc.ProtocolVersion(),
 		Title: res.ServerInfo.Title, Instructions: res.Instructions}
+	s.setConnMeta()
 	return nil
 }
 

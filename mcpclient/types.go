@@ -13,8 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // KeyMetaField is the _meta field that carries the idempotency key. No label
@@ -98,13 +96,12 @@ type Progress struct {
 // Outcome is everything known about one call when Call returns.
 type Outcome struct {
 	Kind       OutcomeKind
-	Result     *mcp.CallToolResult // OutcomeResult
-	ResultJSON json.RawMessage     // the result exactly as the server sent it (MCP JSON)
-	RPCError   *RPCError           // OutcomeRPCError
-	Reason     UnknownReason       // OutcomeUnknown
-	Session    int                 // the session the request went to (0 if none could start)
-	RPCID      string              // JSON-RPC id of the last tools/call request written; ids restart with every session
-	SentAt     time.Time           // first byte written; zero for OutcomeNotSent
+	ResultJSON json.RawMessage // OutcomeResult: the CallToolResult exactly as the server sent it (MCP JSON)
+	RPCError   *RPCError       // OutcomeRPCError
+	Reason     UnknownReason   // OutcomeUnknown
+	Session    int             // the session the request went to (0 if none could start)
+	RPCID      string          // JSON-RPC id of the last tools/call request written; ids restart with every session
+	SentAt     time.Time       // first byte written; zero for OutcomeNotSent
 	EndedAt    time.Time
 	Err        error // nil for OutcomeResult; what went wrong otherwise
 }
@@ -116,8 +113,7 @@ type LateResult struct {
 	Tool       string
 	Session    int
 	RPCID      string
-	Result     *mcp.CallToolResult
-	ResultJSON json.RawMessage
+	ResultJSON json.RawMessage // the CallToolResult as the server sent it
 	RPCError   *RPCError
 	// AfterCancel is true when we had already cancelled this request: sent
 	// notifications/cancelled for it, or given up the session (which closes

@@ -17,7 +17,8 @@ import (
 // the caller's context ended; the engine needs both (the id for the journal,
 // the late response as evidence). So the tap reads every line that crosses:
 // outgoing tools/call requests are tied to their call by the unique progress
-// token in _meta (one CallTool may send several wire requests), outgoing
+// token in _meta (one call is one wire request today, see toolscall.go; the
+// tap keeps a list per call so it stays right if that changes), outgoing
 // notifications/cancelled are noted, and incoming responses are matched by id.
 // It must stay cheap: lines that cannot matter are rejected by a substring
 // test before any JSON is decoded.
@@ -631,12 +632,6 @@ func (it lateItem) result() LateResult {
 		Key: it.key, Tool: it.tool, Session: it.session, RPCID: it.rpcID,
 		RPCError: it.resp.rpcErr, AfterCancel: it.resp.afterCancel, At: it.resp.at,
 	}
-	if res := it.resp.resultJSON(); res != nil {
-		lr.ResultJSON = res
-		raw := res
-		if res, err := mcp.ParseCallToolResult(&raw); err == nil {
-			lr.Result = res
-		}
-	}
+	lr.ResultJSON = it.resp.resultJSON()
 	return lr
 }

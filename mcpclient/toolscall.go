@@ -1,0 +1,191 @@
+package mcpclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// A tools/call is written on mcp-go's transport directly, not through
+// mcp-go's Client.CallTool, for three reasons:
+//
+//   - On a 2026-07-28 connection CallTool marshals and re-parses the params
+//     several times per call to derive HTTP headers (and re-encodes the
+//     tool's input schema for x-mcp-header bindings) that stdio never
+//     sends, then parses the whole result, which the engine keeps as the
+//     server's raw JSON anyway. That was about half of the proxy's CPU for
+//     a small read (see proxy/bench_test.go).
+//   - CallTool resends a request on its own when the server answers
+//     input_required with nothing asked (load shedding). A write must never
+//     be resent by anything but the guard.
+//   - One call is one wire request, whose id is the call's own progress
+//     token: unique per client, so it cannot collide with the ids mcp-go
+//     gives its own requests (handshake, tools/list).
+
+// errInputRequired: the server asked for input (2026-07-28 multi round-trip)
+// that mcp-confirm has no way to supply. The call was received and did not
+// complete; what it did before asking is the server's to say, so the
+// outcome is unknown rather than failed.
+var errInputRequired = errors.New("the server asked for more input (resultType input_required), which mcp-confirm cannot supply")
+
+// cancelNotifyTimeout bounds writing notifications/cancelled, which is
+// best effort and must not hold up the caller.
+const cancelNotifyTimeout = 5 * time.Second
+
+// toolsCall writes one tools/call request with the given id (also its
+// progress token) and waits for the answer. It returns the result as the
+// server wrote it; a JSON-RPC error as a plain error (the tap has the error
+// object); a transport failure or ctx's end as a *transport.Error. When ctx
+// ends after the write, the server is sent notifications/cancelled.
+func (s *session) toolsCall(ctx context.Context, id, tool string, args map[string]any, key string) (json.RawMessage, error) {
+	params, err := s.toolsCallParams(id, tool, args, key)
+	if err != nil {
+		return nil, fmt.Errorf("encode the arguments: %w", err)
+	}
+	req := transport.JSONRPCRequest{
+		JSONRPC: mcp.JSONRPC_VERSION,
+		ID:      mcp.NewRequestId(id),
+		Method:  string(mcp.MethodToolsCall),
+		Params:  params,
+	}
+	tr := s.mc.GetTransport()
+	resp, err := tr.SendRequest(ctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			go s.sendCancel(tr, req.ID, context.Cause(ctx))
+		}
+		return nil, transport.NewError(err)
+	}
+	if resp.Error != nil {
+		return nil, resp.Error.AsError()
+	}
+	if err := checkToolResult(resp.Result); err != nil {
+		return nil, err
+	}
+	return resp.Result, nil
+}
+
+// sendCancel tells the server that we gave up on a request. If the request
+// was never written the server ignores an id it does not know.
+func (s *session) sendCancel(tr transport.Interface, id mcp.RequestId, cause error) {
+	ctx, cancel := context.WithTimeout(context.Background(), cancelNotifyTimeout)
+	defer cancel()
+	reason := "cancelled"
+	if cause != nil {
+		reason = cause.Error()
+	}
+	_ = tr.SendNotification(ctx, mcp.JSONRPCNotification{
+		JSONRPC: mcp.JSONRPC_VERSION,
+		Notification: mcp.Notification{Method: string(mcp.MethodNotificationCancelled),
+			Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": reason}}},
+	})
+}
+
+// toolsCallParams encodes {"name","arguments","_meta"}; _meta holds the
+// progress token, the idempotency key and, on 2026-07-28, the connection's
+// own fields (protocol version, client info and capabilities).
+func (s *session) toolsCallParams(token, tool string, args map[string]any, key string) (json.RawMessage, error) {
+	a, err := json.Marshal(args)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, len(a)+len(tool)+len(token)+len(key)+len(s.connMeta)+96)
+	b = append(b, `{"name":`...)
+	b = appendString(b, tool)
+	b = append(b, `,"arguments":`...)
+	b = append(b, a...)
+	b = append(b, `,"_meta":{"progressToken":`...)
+	b = appendString(b, token)
+	if key != "" {
+		b = append(b, ',')
+		b = appendString(b, KeyMetaField)
+		b = append(b, ':')
+		b = appendString(b, key)
+	}
+	if len(s.connMeta) > 0 {
+		b = append(b, ',')
+		b = append(b, s.connMeta...)
+	}
+	b = append(b, "}}"...)
+	return b, nil
+}
+
+func appendString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always encodes
+	return append(b, q...)
+}
+
+// setConnMeta computes, once per session, the _meta members every request
+// carries on a 2026-07-28 connection (none on a legacy one, where the
+// handshake fixed them): as a JSON fragment for tools/call, and as fields
+// for relayed requests.
+func (s *session) setConnMeta() {
+	v := s.mc.ProtocolVersion()
+	if !mcp.IsModernProtocol(v) {
+		return
+	}
+	fields := map[string]any{
+		mcp.MetaKeyProtocolVersion:    v,
+		mcp.MetaKeyClientCapabilities: s.mc.GetClientCapabilities(),
+		mcp.MetaKeyClientInfo:         mcp.Implementation{Name: s.opts.ClientName, Version: s.opts.ClientVersion},
+	}
+	s.connFields = map[string]json.RawMessage{}
+	var frag []byte
+	for _, k := range connectionMeta {
+		raw, err := json.Marshal(fields[k])
+		if err != nil {
+			continue
+		}
+		s.connFields[k] = raw
+		if len(frag) > 0 {
+			frag = append(frag, ',')
+		}
+		frag = appendString(frag, k)
+		frag = append(frag, ':')
+		frag = append(frag, raw...)
+	}
+	s.connMeta = frag
+}
+
+var markResultType = []byte(`"resultType"`)
+
+// checkToolResult accepts any JSON object as a tools/call result, except one
+// that asks for input. The result is kept as the server wrote it; its
+// content is the server's business, and its isError is read where needed.
+func checkToolResult(raw json.RawMessage) error {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return fmt.Errorf("the result is not a JSON object: %.80s", trimmed)
+	}
+	if !bytes.Contains(trimmed, markResultType) {
+		return nil
+	}
+	var r struct {
+		ResultType string `json:"resultType"`
+	}
+	if json.Unmarshal(trimmed, &r) == nil && r.ResultType == string(mcp.ResultTypeInputRequired) {
+		return errInputRequired
+	}
+	return nil
+}
+
+// resultIsError reads a result's isError; ok is false when raw is not a
+// usable tool result.
+func resultIsError(raw json.RawMessage) (isError, ok bool) {
+	if checkToolResult(raw) != nil {
+		return false, false
+	}
+	var r struct {
+		IsError bool `json:"isError"`
+	}
+	if json.Unmarshal(raw, &r) != nil {
+		return false, false
+	}
+	return r.IsError, true
+}
