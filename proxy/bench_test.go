@@ -2,6 +2,8 @@ package proxy_test
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -9,16 +11,24 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/internal/npmfixture"
 )
 
 // stdioClient starts command as a child process and completes the MCP
-// handshake with mcp-go's client, as a Go host would.
-func stdioClient(b *testing.B, command string, args ...string) *client.Client {
+// handshake with mcp-go's client, as a Go host would. The child is returned
+// too, to read its CPU time.
+func stdioClient(b *testing.B, env []string, command string, args ...string) (*client.Client, *exec.Cmd) {
 	b.Helper()
-	c, err := client.NewStdioMCPClient(command, nil, args...)
+	var child *exec.Cmd
+	spawn := func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
+		child = exec.CommandContext(ctx, command, args...)
+		child.Env = append(os.Environ(), env...)
+		return child, nil
+	}
+	c, err := client.NewStdioMCPClientWithOptions(command, env, args, transport.WithCommandFunc(spawn))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -30,7 +40,7 @@ func stdioClient(b *testing.B, command string, args ...string) *client.Client {
 	if _, err := c.Initialize(ctx, init); err != nil {
 		b.Fatal(err)
 	}
-	return c
+	return c, child
 }
 
 // target is a downstream server and one read tool of it.
@@ -64,15 +74,48 @@ func readOnce(b *testing.B, c *client.Client, tg target) time.Duration {
 	return d
 }
 
-// benchPair is one host talking to the server directly and another
-// talking to the mcp-confirm proxy (a child process, as deployed) in front
-// of a second instance of the same server.
-func benchPair(b *testing.B, tg target) (direct, proxied *client.Client) {
-	direct = stdioClient(b, tg.command, tg.args...)
-	proxied = stdioClient(b, bin, append([]string{"proxy", "--db", filepath.Join(b.TempDir(), "journal.db"), "--", tg.command}, tg.args...)...)
-	readOnce(b, direct, tg) // warm up both paths (tool lists, caches)
-	readOnce(b, proxied, tg)
-	return direct, proxied
+// path is one way for a host to reach a server: the process it spawns and
+// the host's connection to it.
+type path struct {
+	c     *client.Client
+	child *exec.Cmd
+}
+
+// paths are three hosts reaching three instances of the same server:
+// directly, through a byte relay (this test binary, see relayMain), and
+// through the mcp-confirm proxy (a child process, as deployed).
+type paths struct{ direct, relay, proxy path }
+
+func startPaths(b *testing.B, tg target) paths {
+	var ps paths
+	ps.direct.c, ps.direct.child = stdioClient(b, nil, tg.command, tg.args...)
+	ps.relay.c, ps.relay.child = stdioClient(b, []string{relayEnv + "=1"}, os.Args[0], append([]string{tg.command}, tg.args...)...)
+	ps.proxy.c, ps.proxy.child = stdioClient(b, nil, bin, append([]string{"proxy", "--db", filepath.Join(b.TempDir(), "journal.db"), "--", tg.command}, tg.args...)...)
+	for _, p := range []path{ps.direct, ps.relay, ps.proxy} {
+		readOnce(b, p.c, tg) // warm up each path (tool lists, caches)
+	}
+	return ps
+}
+
+// cpuMeter reads the CPU a process used between start and stop.
+type cpuMeter struct {
+	pid   int
+	start int64
+	ok    bool
+}
+
+func startCPU(c *exec.Cmd) cpuMeter {
+	t, ok := cpuTime(c.Process.Pid)
+	return cpuMeter{c.Process.Pid, t, ok}
+}
+
+// perCall reports the CPU used since start, per call, as a metric.
+func (m cpuMeter) perCall(b *testing.B, calls int, name string) {
+	end, ok := cpuTime(m.pid)
+	if !m.ok || !ok || calls == 0 {
+		return // no /proc here: the other figures still stand
+	}
+	b.ReportMetric(float64(end-m.start)*10000/float64(calls), name) // a tick is 10 ms
 }
 
 func percentile(ds []time.Duration, p float64) time.Duration {
@@ -83,11 +126,13 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
-// BenchmarkReadThroughProxy: one read at a time, directly and through the
-// proxy, interleaved in the same run so both see the same machine, against
-// the demo server (Go) and server-everything (node). Reported: p50/p99 of
-// each path, the latency the proxy adds, and its throughput as a share of
-// direct.
+// BenchmarkReadThroughProxy: one read at a time on each of three paths
+// (direct, byte relay, proxy), interleaved in the same run so all see the
+// same machine, against the demo server (Go) and server-everything (node).
+// Reported: p50/p99 of each path, the latency the proxy adds to direct, its
+// throughput as a share of direct and of the relay (the floor for any
+// process in the middle), and the CPU per call of the proxy and the relay
+// processes and of the server the direct host talks to.
 //
 //	go test -run '^$' -bench ReadThroughProxy -benchtime 2000x ./proxy/
 func BenchmarkReadThroughProxy(b *testing.B) {
@@ -96,27 +141,39 @@ func BenchmarkReadThroughProxy(b *testing.B) {
 }
 
 func sequential(b *testing.B, tg target) {
-	direct, proxied := benchPair(b, tg)
+	ps := startPaths(b, tg)
 	dl := make([]time.Duration, 0, b.N)
+	rl := make([]time.Duration, 0, b.N)
 	pl := make([]time.Duration, 0, b.N)
+	server, relay, proxy := startCPU(ps.direct.child), startCPU(ps.relay.child), startCPU(ps.proxy.child)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		dl = append(dl, readOnce(b, direct, tg))
-		pl = append(pl, readOnce(b, proxied, tg))
+		dl = append(dl, readOnce(b, ps.direct.c, tg))
+		rl = append(rl, readOnce(b, ps.relay.c, tg))
+		pl = append(pl, readOnce(b, ps.proxy.c, tg))
 	}
 	b.StopTimer()
-	var dSum, pSum time.Duration
-	for i := range dl {
-		dSum += dl[i]
-		pSum += pl[i]
-	}
+	server.perCall(b, b.N, "server-cpu-µs/call")
+	relay.perCall(b, b.N, "relay-cpu-µs/call")
+	proxy.perCall(b, b.N, "proxy-cpu-µs/call")
 	b.ReportMetric(micros(percentile(dl, 0.5)), "direct-p50-µs")
 	b.ReportMetric(micros(percentile(dl, 0.99)), "direct-p99-µs")
 	b.ReportMetric(micros(percentile(pl, 0.5)), "proxy-p50-µs")
 	b.ReportMetric(micros(percentile(pl, 0.99)), "proxy-p99-µs")
 	b.ReportMetric(micros(percentile(pl, 0.5)-percentile(dl, 0.5)), "added-p50-µs")
 	b.ReportMetric(micros(percentile(pl, 0.99)-percentile(dl, 0.99)), "added-p99-µs")
-	b.ReportMetric(float64(dSum)/float64(pSum), "proxy/direct-throughput")
+	d, r, p := sum(dl), sum(rl), sum(pl)
+	b.ReportMetric(float64(d)/float64(p), "proxy/direct-throughput")
+	b.ReportMetric(float64(d)/float64(r), "relay/direct-throughput")
+	b.ReportMetric(float64(r)/float64(p), "proxy/relay-throughput")
+}
+
+func sum(ds []time.Duration) time.Duration {
+	var t time.Duration
+	for _, d := range ds {
+		t += d
+	}
+	return t
 }
 
 // BenchmarkReadThroughProxyConcurrent: 8 concurrent reads on one
@@ -128,7 +185,7 @@ func BenchmarkReadThroughProxyConcurrent(b *testing.B) {
 }
 
 func concurrent(b *testing.B, tg target) {
-	direct, proxied := benchPair(b, tg)
+	ps := startPaths(b, tg)
 	const workers = 8
 	run := func(c *client.Client) time.Duration {
 		var wg sync.WaitGroup
@@ -146,10 +203,12 @@ func concurrent(b *testing.B, tg target) {
 		return time.Since(start)
 	}
 	b.ResetTimer()
-	d := run(direct)
-	p := run(proxied)
+	d := run(ps.direct.c)
+	r := run(ps.relay.c)
+	p := run(ps.proxy.c)
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/d.Seconds(), "direct-calls/s")
 	b.ReportMetric(float64(b.N)/p.Seconds(), "proxy-calls/s")
 	b.ReportMetric(d.Seconds()/p.Seconds(), "proxy/direct-throughput")
+	b.ReportMetric(d.Seconds()/r.Seconds(), "relay/direct-throughput")
 }
