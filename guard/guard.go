@@ -163,6 +163,11 @@ func (g *Guard) Classify(t mcp.Tool) (pending.Kind, pending.KindSource) {
 type Request struct {
 	Tool string
 	Args map[string]any
+	// RawArgs, when Args is nil, are the arguments as the caller wrote them
+	// (a JSON object): a read sends them as written, a write decodes them
+	// (DecodeObject) to fingerprint and journal them. A proxy passes its
+	// host's bytes, so a read costs no decoding at all.
+	RawArgs json.RawMessage
 	// Key is the caller's own idempotency key; empty: one is generated.
 	Key string
 	// New says this is deliberately a new operation even if an identical
@@ -186,7 +191,12 @@ type Result struct {
 // jittered backoff, and never become unknown. Writes get a key, a durable
 // intent, exactly one attempt, and an outcome; see the package comment.
 func (g *Guard) Call(ctx context.Context, req Request) (Result, error) {
-	if req.Args == nil {
+	if req.Args != nil || isNullJSON(req.RawArgs) {
+		req.RawArgs = nil
+	} else if !isObjectJSON(req.RawArgs) {
+		return Result{}, badInput("arguments must be a JSON object")
+	}
+	if req.Args == nil && req.RawArgs == nil {
 		req.Args = map[string]any{}
 	}
 	if req.Key != "" {
@@ -200,9 +210,25 @@ func (g *Guard) Call(ctx context.Context, req Request) (Result, error) {
 	}
 	kind, src := g.Classify(tool)
 	if kind == pending.KindRead {
-		return g.read(ctx, tool.Name, req.Args, req.OnProgress)
+		return g.read(ctx, tool.Name, req.Args, req.RawArgs, req.OnProgress)
+	}
+	if req.Args == nil {
+		if req.Args, err = decodeObject(req.RawArgs); err != nil {
+			return Result{}, badInput("%v", err)
+		}
 	}
 	return g.write(ctx, tool, kind, src, req)
+}
+
+func isNullJSON(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) == 0 || string(t) == "null"
+}
+
+// isObjectJSON: raw, known to be valid JSON, is an object.
+func isObjectJSON(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) > 0 && t[0] == '{'
 }
 
 func (g *Guard) write(ctx context.Context, tool mcp.Tool, kind pending.Kind, src pending.KindSource, req Request) (Result, error) {
@@ -465,18 +491,37 @@ func errText(err error) string {
 // signals are the idempotency facts a server may put in a result (SPEC §3).
 type signals struct{ isError, inProgress, replayed bool }
 
+var (
+	markIsError  = []byte(`"isError"`)
+	markReplayed = []byte(`"io.github.mcp-confirm/replayed"`)
+	markEscape   = []byte(`\u`) // a name could be spelled with escapes
+)
+
+// readSignals reads what the engine needs from a tool result: isError, the
+// demo's in-progress marker and the replayed flag. A result with neither
+// field name in it (and no \u escape that could spell one), the common
+// read, is not decoded at all.
 func readSignals(raw json.RawMessage) signals {
+	if !bytes.Contains(raw, markIsError) && !bytes.Contains(raw, markReplayed) && !bytes.Contains(raw, markEscape) {
+		return signals{}
+	}
+	// Type errors in other fields are ignored: decoding goes on, and the
+	// fields that matter are still set.
 	var r struct {
-		IsError           bool           `json:"isError"`
-		StructuredContent map[string]any `json:"structuredContent"`
-		Meta              map[string]any `json:"_meta"`
+		IsError           bool `json:"isError"`
+		StructuredContent struct {
+			Idempotency any `json:"idempotency"`
+		} `json:"structuredContent"`
+		Meta struct {
+			Replayed any `json:"io.github.mcp-confirm/replayed"`
+		} `json:"_meta"`
 	}
 	_ = json.Unmarshal(raw, &r)
 	s := signals{isError: r.IsError}
-	if v, _ := r.StructuredContent["idempotency"].(string); v == "in_progress" && r.IsError {
+	if v, _ := r.StructuredContent.Idempotency.(string); v == "in_progress" && r.IsError {
 		s.inProgress = true
 	}
-	if v, _ := r.Meta["io.github.mcp-confirm/replayed"].(bool); v {
+	if v, _ := r.Meta.Replayed.(bool); v {
 		s.replayed = true
 	}
 	return s

@@ -17,6 +17,10 @@ type CallOptions struct {
 	// KeyArg, when set, also puts Key in the arguments under this name (the
 	// caller's map is not modified). KeyArg without Key is refused.
 	KeyArg string
+	// RawArgs, when set, are the arguments as JSON (an object), sent as
+	// written instead of args encoded: a proxy passes its host's own bytes.
+	// Ignored with KeyArg, which must add to them.
+	RawArgs json.RawMessage
 	// IdleTimeout ends the call as unknown when neither an answer nor a
 	// progress notification came for this long; each progress resets it.
 	// 0 means no idle clock.
@@ -67,7 +71,9 @@ func (c *Client) Call(ctx context.Context, tool string, args map[string]any, o C
 }
 
 func (c *Client) callOn(ctx context.Context, s *session, tool string, args map[string]any, o CallOptions) Outcome {
+	rawArgs := o.RawArgs
 	if o.KeyArg != "" {
+		rawArgs = nil
 		a := make(map[string]any, len(args)+1)
 		for k, v := range args {
 			a[k] = v
@@ -116,7 +122,7 @@ func (c *Client) callOn(ctx context.Context, s *session, tool string, args map[s
 		out = Outcome{Kind: OutcomeNotSent, Session: s.n, EndedAt: time.Now(),
 			Err: fmt.Errorf("call %s: %w", tool, s.lostError())}
 	} else {
-		res, err := s.toolsCall(callCtx, token, tool, args, o.Key)
+		res, err := s.toolsCall(callCtx, token, tool, args, rawArgs, o.Key)
 		out = s.tap.finish(wc, res, err, ctx, callCtx, stopClocks)
 		if out.Kind == OutcomeUnknown && out.Reason == ReasonConnectionLost {
 			out.Err = fmt.Errorf("call %s: %w", tool, s.lostError())
@@ -191,7 +197,7 @@ func (t *tap) finish(wc *wireCall, res json.RawMessage, err error, parent, callC
 			delete(t.byID, r.id)
 			// Earlier requests of a multi round-trip call were answered
 			// with input_required; only the last one can carry the outcome.
-			if r == last && (r.resp.afterCancel || r.resp.rpcErr == nil) {
+			if r == last && r.resp.readable() && (r.resp.afterCancel || r.resp.rpcErr == nil) {
 				t.late.push(lateFrom(r))
 			}
 		}

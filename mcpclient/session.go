@@ -43,6 +43,7 @@ type session struct {
 	connMeta   []byte                     // as a JSON fragment, for tools/call
 	connFields map[string]json.RawMessage // as fields, for relayed requests
 
+	w          *tapWriter    // the child's stdin, for tools/call lines
 	exited     chan struct{} // cmd.Wait returned; exitErr set
 	exitErr    error
 	readerEOF  chan struct{}
@@ -131,6 +132,7 @@ func spawn(spec ServerSpec, n int, tokenPrefix string, opts *Options) (*session,
 
 	r := &tapReader{t: s.tap, r: outR, eof: func() { s.eofOnce.Do(func() { close(s.readerEOF) }) }}
 	w := &tapWriter{t: s.tap, w: inW, broken: func() { s.badOnce.Do(func() { close(s.stdinBad) }) }}
+	s.w = w
 	s.mc = client.NewClient(transport.NewIO(r, w, nil), client.WithDiscoverTimeout(opts.ProbeTimeout))
 	s.mc.OnNotification(s.tap.onNotification)
 	if opts.OnNotification != nil {

@@ -12,8 +12,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// A tools/call is written on mcp-go's transport directly, not through
-// mcp-go's Client.CallTool, for three reasons:
+// A tools/call is written on the child's stdin directly, and its answer is
+// taken off the child's stdout by the tap, not through mcp-go's Client or
+// transport, for four reasons:
 //
 //   - On a 2026-07-28 connection CallTool marshals and re-parses the params
 //     several times per call to derive HTTP headers (and re-encodes the
@@ -21,6 +22,8 @@ import (
 //     sends, then parses the whole result, which the engine keeps as the
 //     server's raw JSON anyway. That was about half of the proxy's CPU for
 //     a small read (see proxy/bench_test.go).
+//   - The transport re-encodes the request and decodes every answer twice,
+//     which the tap has already sliced out of the line.
 //   - CallTool resends a request on its own when the server answers
 //     input_required with nothing asked (load shedding). A write must never
 //     be resent by anything but the guard.
@@ -41,34 +44,51 @@ const cancelNotifyTimeout = 5 * time.Second
 // toolsCall writes one tools/call request with the given id (also its
 // progress token) and waits for the answer. It returns the result as the
 // server wrote it; a JSON-RPC error as a plain error (the tap has the error
-// object); a transport failure or ctx's end as a *transport.Error. When ctx
-// ends after the write, the server is sent notifications/cancelled.
-func (s *session) toolsCall(ctx context.Context, id, tool string, args map[string]any, key string) (json.RawMessage, error) {
-	params, err := s.toolsCallParams(id, tool, args, key)
+// object); a failed write or ctx's end (which is also how a lost session
+// ends a call, see tap.failAll) as a *transport.Error. When ctx ends after
+// the write, the server is sent notifications/cancelled.
+func (s *session) toolsCall(ctx context.Context, id, tool string, args map[string]any, rawArgs json.RawMessage, key string) (json.RawMessage, error) {
+	params, err := s.toolsCallParams(id, tool, args, rawArgs, key)
 	if err != nil {
 		return nil, fmt.Errorf("encode the arguments: %w", err)
 	}
-	req := transport.JSONRPCRequest{
-		JSONRPC: mcp.JSONRPC_VERSION,
-		ID:      mcp.NewRequestId(id),
-		Method:  string(mcp.MethodToolsCall),
-		Params:  params,
-	}
-	tr := s.mc.GetTransport()
-	resp, err := tr.SendRequest(ctx, req)
-	if err != nil {
-		if ctx.Err() != nil {
-			go s.sendCancel(tr, req.ID, context.Cause(ctx))
-		}
+	if err := ctx.Err(); err != nil {
 		return nil, transport.NewError(err)
 	}
-	if resp.Error != nil {
-		return nil, resp.Error.AsError()
+	line := make([]byte, 0, len(params)+2*len(id)+64)
+	line = append(line, `{"jsonrpc":"2.0","id":`...)
+	line = appendString(line, id)
+	line = append(line, `,"method":"tools/call","params":`...)
+	line = append(line, params...)
+	line = append(line, "}\n"...)
+	wireID := string(appendString(nil, id))
+	if _, err := s.w.Write(line); err != nil {
+		return nil, transport.NewError(fmt.Errorf("write the request: %w", err))
 	}
-	if err := checkToolResult(resp.Result); err != nil {
+	r := s.tap.request(wireID)
+	if r == nil {
+		// The tap did not recognise our own line: a bug, and the answer
+		// could never be matched. Unknown rather than a guess.
+		return nil, fmt.Errorf("the tools/call request %s was written but not tracked", wireID)
+	}
+	select {
+	case <-r.answered:
+	case <-ctx.Done():
+		go s.sendCancel(s.mc.GetTransport(), mcp.NewRequestId(id), context.Cause(ctx))
+		return nil, transport.NewError(ctx.Err())
+	}
+	resp := r.resp
+	if resp.rpcErr != nil {
+		return nil, resp.rpcErr
+	}
+	res := resp.resultJSON()
+	if res == nil {
+		return nil, fmt.Errorf("the answer is neither a result nor an error: %.200s", resp.line)
+	}
+	if err := checkToolResult(res); err != nil {
 		return nil, err
 	}
-	return resp.Result, nil
+	return res, nil
 }
 
 // sendCancel tells the server that we gave up on a request. If the request
@@ -87,13 +107,25 @@ func (s *session) sendCancel(tr transport.Interface, id mcp.RequestId, cause err
 	})
 }
 
-// toolsCallParams encodes {"name","arguments","_meta"}; _meta holds the
+// toolsCallParams encodes {"name","arguments","_meta"}, with rawArgs as
+// written when set, else args encoded; _meta holds the
 // progress token, the idempotency key and, on 2026-07-28, the connection's
 // own fields (protocol version, client info and capabilities).
-func (s *session) toolsCallParams(token, tool string, args map[string]any, key string) (json.RawMessage, error) {
-	a, err := json.Marshal(args)
-	if err != nil {
-		return nil, err
+func (s *session) toolsCallParams(token, tool string, args map[string]any, rawArgs json.RawMessage, key string) (json.RawMessage, error) {
+	a := rawArgs
+	if bytes.ContainsAny(a, "\r\n") {
+		// Whitespace that would break the line framing.
+		var c bytes.Buffer
+		if err := json.Compact(&c, a); err != nil {
+			return nil, err
+		}
+		a = c.Bytes()
+	}
+	if a == nil {
+		var err error
+		if a, err = json.Marshal(args); err != nil {
+			return nil, err
+		}
 	}
 	b := make([]byte, 0, len(a)+len(tool)+len(token)+len(key)+len(s.connMeta)+96)
 	b = append(b, `{"name":`...)
@@ -153,7 +185,10 @@ func (s *session) setConnMeta() {
 	s.connMeta = frag
 }
 
-var markResultType = []byte(`"resultType"`)
+var (
+	markInputRequired = []byte(`input_required`)
+	markEscape        = []byte(`\u`) // a value could be spelled with escapes
+)
 
 // checkToolResult accepts any JSON object as a tools/call result, except one
 // that asks for input. The result is kept as the server wrote it; its
@@ -163,7 +198,9 @@ func checkToolResult(raw json.RawMessage) error {
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return fmt.Errorf("the result is not a JSON object: %.80s", trimmed)
 	}
-	if !bytes.Contains(trimmed, markResultType) {
+	// Most results say "resultType":"complete" or nothing: decoded only
+	// when they could say input_required.
+	if !bytes.Contains(trimmed, markInputRequired) && !bytes.Contains(trimmed, markEscape) {
 		return nil
 	}
 	var r struct {

@@ -46,6 +46,7 @@ type wireReq struct {
 	sentAt     time.Time
 	cancelSent bool // notifications/cancelled for it was written
 	resp       *wireResp
+	answered   chan struct{} // closed when resp is set
 }
 
 type wireResp struct {
@@ -81,6 +82,10 @@ func (r *wireResp) resultJSON() json.RawMessage {
 	r.checked = true
 	return r.result
 }
+
+// readable: the answer is a result or an error object, not a line that
+// only had our id.
+func (r *wireResp) readable() bool { return r.result != nil || r.rpcErr != nil }
 
 func (c *wireCall) firstSent() time.Time {
 	for _, r := range c.reqs {
@@ -137,6 +142,14 @@ func (t *tap) register(c *wireCall) bool {
 	}
 	t.byToken[c.token] = c
 	return true
+}
+
+// request returns the tools/call request with this id (its JSON text), or
+// nil if none was written.
+func (t *tap) request(id string) *wireReq {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.byID[id]
 }
 
 // failAll ends the session for the tap: every running call is cancelled with
@@ -250,7 +263,7 @@ func (t *tap) outgoing(p []byte) (undo, commit func()) {
 		}
 		// Registered before the write: the answer can come back before
 		// Write returns.
-		r := &wireReq{call: c, id: id}
+		r := &wireReq{call: c, id: id, answered: make(chan struct{})}
 		c.reqs = append(c.reqs, r)
 		t.byID[id] = r
 		t.tracked.Store(int32(len(t.byID)))
@@ -303,28 +316,33 @@ func (t *tap) outgoing(p []byte) (undo, commit func()) {
 }
 
 // incoming is called with each complete line read from the child's stdout,
-// before mcp-go sees it.
-func (t *tap) incoming(line []byte) {
+// before mcp-go sees it. It reports whether the line was the answer to a
+// tools/call of ours: those are the tap's alone (toolsCall waits for them
+// here), and mcp-go, which did not send the request, never sees them.
+func (t *tap) incoming(line []byte) (ours bool) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
-		return
+		return false
 	}
 	if line[0] != '{' {
 		t.noteNonJSON(line)
-		return
+		return false
 	}
 	if t.tracked.Load() == 0 {
-		return
+		return false
 	}
 	id, result, ok := parseResponse(line)
 	if !ok {
-		return
+		return false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r := t.byID[id]
-	if r == nil || r.resp != nil {
-		return
+	if r == nil {
+		return false
+	}
+	if r.resp != nil {
+		return true // a second answer to one request: the first one stands
 	}
 	// Once the session is gone every running call has been cancelled, and
 	// its stdin is about to close, which mcp-go servers treat as a cancel of
@@ -341,20 +359,22 @@ func (t *tap) incoming(line []byte) {
 			Result json.RawMessage `json:"result"`
 			Error  *RPCError       `json:"error"`
 		}
-		if json.Unmarshal(line, &full) != nil || (full.Result == nil && full.Error == nil) {
-			return
-		}
+		// A line that is neither leaves both nil: toolsCall reports an
+		// answer it cannot read (the outcome is then unknown).
+		_ = json.Unmarshal(line, &full)
 		resp.result, resp.rpcErr, resp.checked = full.Result, full.Error, true
 	}
 	r.resp = resp
+	close(r.answered)
 	if r.call.ended {
 		// The call already returned to its caller: this is a late answer.
 		delete(t.byID, id)
 		t.tracked.Store(int32(len(t.byID)))
-		if r.call.unknown {
+		if r.call.unknown && resp.readable() {
 			t.late.push(lateFrom(r))
 		}
 	}
+	return true
 }
 
 func lateFrom(r *wireReq) lateItem {
@@ -413,15 +433,18 @@ func rpcIDText(raw string) string {
 	return raw
 }
 
-// tapWriter is the child's stdin as mcp-go sees it. mcp-go writes each
-// message with one Write call holding its own lock, so p is one whole line.
+// tapWriter is the child's stdin, written by mcp-go and by toolsCall. Each
+// writes one whole line per Write call; the lock keeps the lines whole.
 type tapWriter struct {
 	t      *tap
 	w      io.WriteCloser
 	broken func()
+	mu     sync.Mutex
 }
 
 func (w *tapWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	undo, commit := w.t.outgoing(p)
 	n, err := w.w.Write(p)
 	if n > 0 && commit != nil {
@@ -442,53 +465,80 @@ func (w *tapWriter) Close() error { return w.w.Close() }
 // passed through to mcp-go but not inspected.
 const maxLine = 64 << 20
 
-// tapReader is the child's stdout as mcp-go sees it.
+// tapReader is the child's stdout as mcp-go sees it: every line but the
+// answers to our tools/call requests, which the tap takes (tap.incoming).
 type tapReader struct {
 	t       *tap
 	r       io.Reader
-	partial []byte
-	skip    bool // inside an over-long line
+	buf     []byte // read from the child
+	out     []byte // lines for mcp-go, from off on
+	off     int
+	partial []byte // the start of a line not yet complete
+	long    bool   // inside an over-long line, passed through uninspected
+	err     error  // the child's stdout ended
 	eof     func()
 }
 
 func (r *tapReader) Read(p []byte) (int, error) {
-	n, err := r.r.Read(p)
-	if n > 0 {
-		r.feed(p[:n])
+	for r.off == len(r.out) {
+		if r.err != nil {
+			// mcp-go logs any error other than EOF as a failure; for us a
+			// closed or broken pipe is the normal end of a session.
+			return 0, io.EOF
+		}
+		r.out, r.off = r.out[:0], 0
+		if r.buf == nil {
+			r.buf = make([]byte, 64<<10)
+		}
+		n, err := r.r.Read(r.buf)
+		if n > 0 {
+			r.feed(r.buf[:n])
+		}
+		if err != nil {
+			r.err = err
+			r.eof()
+		}
 	}
-	if err != nil {
-		r.eof()
-		// mcp-go logs any error other than EOF as a failure; for us a
-		// closed or broken pipe is the normal end of a session.
-		return n, io.EOF
-	}
+	n := copy(p, r.out[r.off:])
+	r.off += n
 	return n, nil
 }
 
+// feed splits what the child wrote into lines, shows each to the tap, and
+// queues for mcp-go those the tap does not take. A line without its end
+// waits in partial (up to maxLine), so that a whole line is either taken
+// or passed on.
 func (r *tapReader) feed(b []byte) {
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
-			if !r.skip {
-				if len(r.partial)+len(b) > maxLine {
-					r.partial, r.skip = r.partial[:0], true
-				} else {
-					r.partial = append(r.partial, b...)
-				}
+			switch {
+			case r.long:
+				r.out = append(r.out, b...)
+			case len(r.partial)+len(b) > maxLine:
+				r.out = append(append(r.out, r.partial...), b...)
+				r.partial, r.long = r.partial[:0], true
+			default:
+				r.partial = append(r.partial, b...)
 			}
 			return
 		}
-		line := b[:i]
+		line := b[:i+1] // with its newline, as mcp-go reads it
 		b = b[i+1:]
 		switch {
-		case r.skip:
-			r.skip = false
+		case r.long:
+			r.out = append(r.out, line...)
+			r.long = false
 		case len(r.partial) > 0:
 			r.partial = append(r.partial, line...)
-			r.t.incoming(r.partial)
+			if !r.t.incoming(r.partial[:len(r.partial)-1]) {
+				r.out = append(r.out, r.partial...)
+			}
 			r.partial = r.partial[:0]
 		default:
-			r.t.incoming(line)
+			if !r.t.incoming(line[:len(line)-1]) {
+				r.out = append(r.out, line...)
+			}
 		}
 	}
 }

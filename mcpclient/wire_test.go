@@ -2,6 +2,8 @@ package mcpclient
 
 import (
 	"encoding/json"
+	"io"
+	"strings"
 	"testing"
 )
 
@@ -82,5 +84,75 @@ func BenchmarkTapLine(b *testing.B) {
 			b.Fatal("no result")
 		}
 		tp.finish(c, nil, nil, nil, nil, func() {})
+	}
+}
+
+// chunks is a reader that returns its pieces one Read at a time, as a pipe
+// may split lines anywhere.
+type chunks struct{ parts []string }
+
+func (c *chunks) Read(p []byte) (int, error) {
+	if len(c.parts) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, c.parts[0])
+	if n < len(c.parts[0]) {
+		c.parts[0] = c.parts[0][n:]
+	} else {
+		c.parts = c.parts[1:]
+	}
+	return n, nil
+}
+
+// The answer to a tracked tools/call is the tap's: mcp-go gets every other
+// line, whole and in order, however the pipe split them; the line cut off
+// by the end of the stream is not passed on (mcp-go would drop it too).
+func TestTapReaderTakesOnlyOurAnswers(t *testing.T) {
+	tp := newTap(1, "mcp-confirm-abc-", newLateQueue())
+	c := &wireCall{token: "mcp-confirm-abc-1", cancel: func(error) {}}
+	tp.register(c)
+	req := `{"jsonrpc":"2.0","id":"mcp-confirm-abc-1","method":"tools/call","params":{"name":"x","arguments":{},"_meta":{"progressToken":"mcp-confirm-abc-1"}}}`
+	if _, commit := tp.outgoing([]byte(req)); commit == nil {
+		t.Fatal("request not recognised")
+	}
+	note := `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"mcp-confirm-abc-1","progress":1}}` + "\n"
+	other := `{"jsonrpc":"2.0","id":3,"result":{"tools":[]}}` + "\n"
+	ours := `{"jsonrpc":"2.0","id":"mcp-confirm-abc-1","result":{"content":[]}}` + "\n"
+	stream := note + ours + other + `{"jsonrpc":"2.0","id":4`
+	var eof bool
+	r := &tapReader{t: tp, r: &chunks{parts: []string{stream[:10], stream[10:130], stream[130:131], stream[131:]}}, eof: func() { eof = true }}
+	got, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != note+other {
+		t.Errorf("mcp-go read:\n%s\nwant:\n%s", got, note+other)
+	}
+	if !eof {
+		t.Error("the end of the stream was not reported")
+	}
+	select {
+	case <-c.reqs[0].answered:
+		if res := c.reqs[0].resp.resultJSON(); string(res) != `{"content":[]}` {
+			t.Errorf("the tap's answer = %s", res)
+		}
+	default:
+		t.Error("the answer did not reach the call")
+	}
+}
+
+// A line longer than the tap buffers goes to mcp-go as it arrives,
+// uninspected, and the lines after it are read as usual.
+func TestTapReaderPassesOverlongLines(t *testing.T) {
+	tp := newTap(1, "p-", newLateQueue())
+	long := `{"jsonrpc":"2.0","method":"x","params":"` + strings.Repeat("a", maxLine) + `"}` + "\n"
+	next := `{"jsonrpc":"2.0","id":1,"result":{}}` + "\n"
+	r := &tapReader{t: tp, r: &chunks{parts: []string{long[:1000], long[1000:], next}}, eof: func() {}}
+	got, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != long+next {
+		t.Errorf("read %d bytes, want %d", len(got), len(long)+len(next))
 	}
 }

@@ -37,19 +37,16 @@ func (p *Proxy) toolCall(ctx context.Context, m message) {
 			Code: mcp.INVALID_PARAMS, Message: "Unknown tool: " + params.Name}})
 		return
 	}
-	var res guard.Result
-	args, err := arguments(params.Arguments)
-	if err != nil {
-		err = fmt.Errorf("%w: %v", guard.ErrBadInput, err)
-	} else {
-		var key string
-		_ = json.Unmarshal(params.Meta[mcpclient.KeyMetaField], &key)
-		var onProgress func(mcpclient.Progress)
-		if token := params.Meta["progressToken"]; !isNull(token) {
-			onProgress = func(pr mcpclient.Progress) { p.progressUp(token, pr) }
-		}
-		res, err = p.guard.Call(ctx, guard.Request{Tool: params.Name, Args: args, Key: key, OnProgress: onProgress})
+	var key string
+	_ = json.Unmarshal(params.Meta[mcpclient.KeyMetaField], &key)
+	var onProgress func(mcpclient.Progress)
+	if token := params.Meta["progressToken"]; !isNull(token) {
+		onProgress = func(pr mcpclient.Progress) { p.progressUp(token, pr) }
 	}
+	// The host's arguments as written: a read sends them byte for byte; a
+	// write decodes them with numbers kept as written, so the fingerprint
+	// of a resend equals the first one's.
+	res, err := p.guard.Call(ctx, guard.Request{Tool: params.Name, RawArgs: params.Arguments, Key: key, OnProgress: onProgress})
 	result, rpcErr := p.answer(params.Name, res, err)
 	if ctx.Err() != nil {
 		// The host cancelled (or is gone): it expects no answer.
@@ -65,15 +62,6 @@ func (p *Proxy) toolCall(ctx context.Context, m message) {
 		result = withResultType(result)
 	}
 	p.writeResult(m.ID, result)
-}
-
-// arguments are the host's arguments as written: numbers stay json.Number,
-// so the fingerprint of a resend equals the first one's.
-func arguments(raw json.RawMessage) (map[string]any, error) {
-	if isNull(raw) {
-		return map[string]any{}, nil
-	}
-	return guard.DecodeObject(raw)
 }
 
 // unreachable is the handler registered with mcp-go's server, which never
