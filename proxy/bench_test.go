@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -90,7 +91,7 @@ func startPaths(b *testing.B, tg target) paths {
 	var ps paths
 	ps.direct.c, ps.direct.child = stdioClient(b, nil, tg.command, tg.args...)
 	ps.relay.c, ps.relay.child = stdioClient(b, []string{relayEnv + "=1"}, os.Args[0], append([]string{tg.command}, tg.args...)...)
-	ps.proxy.c, ps.proxy.child = stdioClient(b, nil, bin, append([]string{"proxy", "--db", filepath.Join(b.TempDir(), "journal.db"), "--", tg.command}, tg.args...)...)
+	ps.proxy.c, ps.proxy.child = stdioClient(b, benchProxyEnv, bin, append([]string{"proxy", "--db", filepath.Join(b.TempDir(), "journal.db"), "--", tg.command}, tg.args...)...)
 	for _, p := range []path{ps.direct, ps.relay, ps.proxy} {
 		readOnce(b, p.c, tg) // warm up each path (tool lists, caches)
 	}
@@ -212,3 +213,7 @@ func concurrent(b *testing.B, tg target) {
 	b.ReportMetric(d.Seconds()/p.Seconds(), "proxy/direct-throughput")
 	b.ReportMetric(d.Seconds()/r.Seconds(), "relay/direct-throughput")
 }
+
+// benchProxyEnv is extra environment for the proxy process, for
+// experiments without a rebuild: BENCH_PROXY_ENV="GOMAXPROCS=1 GOGC=400".
+var benchProxyEnv = strings.Fields(os.Getenv("BENCH_PROXY_ENV"))

@@ -17,17 +17,35 @@ import (
 // (SPEC §5a): "unknown" or "held".
 const StatusField = "mcp-confirm"
 
+// toolCallParams are what the proxy reads of a tools/call's params. The
+// _meta members it needs are named fields, not a map, so the others (a
+// 2026-07-28 host's client info and capabilities, on every call) are
+// skipped, not copied. Values are kept raw: a member of the wrong type is
+// then ignored rather than failing the whole decode. The names are checked
+// against mcpclient's and mcp-go's constants by a test.
+type toolCallParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Meta      struct {
+		ProgressToken   json.RawMessage `json:"progressToken"`
+		Key             json.RawMessage `json:"io.github.mcp-confirm/idempotency-key"`
+		ProtocolVersion json.RawMessage `json:"io.modelcontextprotocol/protocolVersion"`
+	} `json:"_meta"`
+}
+
 // toolCall answers the host's tools/call through the guard. The host's
 // progress token gets the server's progress; the host's cancel ends the
 // call, which is then journaled unknown unless an answer came (and the
 // host, having cancelled, gets no answer).
 func (p *Proxy) toolCall(ctx context.Context, m message) {
-	var params struct {
-		Name      string                     `json:"name"`
-		Arguments json.RawMessage            `json:"arguments"`
-		Meta      map[string]json.RawMessage `json:"_meta"`
+	params := m.toolCall
+	if params == nil {
+		params = new(toolCallParams)
+		if json.Unmarshal(m.Params, params) != nil {
+			params.Name = ""
+		}
 	}
-	if err := json.Unmarshal(m.Params, &params); err != nil || params.Name == "" {
+	if params.Name == "" {
 		p.write(response{JSONRPC: mcp.JSONRPC_VERSION, ID: m.ID, Error: &mcpclient.RPCError{
 			Code: mcp.INVALID_PARAMS, Message: "tools/call needs params with a tool name"}})
 		return
@@ -38,9 +56,9 @@ func (p *Proxy) toolCall(ctx context.Context, m message) {
 		return
 	}
 	var key string
-	_ = json.Unmarshal(params.Meta[mcpclient.KeyMetaField], &key)
+	_ = json.Unmarshal(params.Meta.Key, &key)
 	var onProgress func(mcpclient.Progress)
-	if token := params.Meta["progressToken"]; !isNull(token) {
+	if token := params.Meta.ProgressToken; !isNull(token) {
 		onProgress = func(pr mcpclient.Progress) { p.progressUp(token, pr) }
 	}
 	// The host's arguments as written: a read sends them byte for byte; a
@@ -57,7 +75,7 @@ func (p *Proxy) toolCall(ctx context.Context, m message) {
 		return
 	}
 	var version string
-	_ = json.Unmarshal(params.Meta[mcp.MetaKeyProtocolVersion], &version)
+	_ = json.Unmarshal(params.Meta.ProtocolVersion, &version)
 	if mcp.IsModernProtocol(version) {
 		result = withResultType(result)
 	}

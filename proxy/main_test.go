@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -100,9 +101,13 @@ func startProxy(t testing.TB, spec mcpclient.ServerSpec, set func(*proxy.Options
 	downR, downW := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		err := p.Run(ctx, upR, downW)
-		_ = downW.Close()
-		done <- err
+		// Labelled so a CPU profile can show the proxy's own goroutines
+		// apart from the host's (pprof -tagfocus side=proxy).
+		pprof.Do(ctx, pprof.Labels("side", "proxy"), func(ctx context.Context) {
+			err := p.Run(ctx, upR, downW)
+			_ = downW.Close()
+			done <- err
+		})
 	}()
 	h := &host{journal: j, logs: logs, notes: make(chan mcp.JSONRPCNotification, 1000)}
 	h.c = client.NewClient(transport.NewIO(downR, upW, nil))

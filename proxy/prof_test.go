@@ -11,6 +11,7 @@ import (
 // its own code shows in a CPU profile:
 //
 //	go test -run '^$' -bench InProcessProxyRead -cpuprofile cpu.out ./proxy/
+//	go tool pprof -top -cum -tagfocus side=proxy proxy.test cpu.out
 func BenchmarkInProcessProxyRead(b *testing.B) {
 	h := startProxy(b, demoSpec(b), nil)
 	req := mcp.CallToolRequest{}

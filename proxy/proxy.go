@@ -22,6 +22,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -345,6 +346,29 @@ type message struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
 	Params json.RawMessage `json:"params"`
+	// toolCall is Params already decoded, for a tools/call read in one
+	// pass (decodeToolCall); nil otherwise.
+	toolCall *toolCallParams
+}
+
+var markToolsCall = []byte(`"tools/call"`)
+
+// decodeToolCall reads a tools/call line in one pass, the hot path of a
+// proxy; ok is false for any other line, or one that does not decode so
+// (route then reads it the general way, and toolCall says what is wrong).
+func decodeToolCall(line []byte) (m message, ok bool) {
+	if !bytes.Contains(line, markToolsCall) {
+		return message{}, false
+	}
+	var tc struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params *toolCallParams `json:"params"`
+	}
+	if json.Unmarshal(line, &tc) != nil || tc.Method != string(mcp.MethodToolsCall) || tc.Params == nil {
+		return message{}, false
+	}
+	return message{ID: tc.ID, Method: tc.Method, toolCall: tc.Params}, true
 }
 
 // relayed are the methods answered by the downstream server as they are.
@@ -364,8 +388,8 @@ var relayed = map[string]bool{
 // route handles one upstream line itself, or returns true to pass it to
 // mcp-go's server (handshake, ping, tools/list, anything unknown).
 func (p *Proxy) route(ctx context.Context, line []byte) bool {
-	var m message
-	if json.Unmarshal(line, &m) != nil || m.Method == "" {
+	m, ok := decodeToolCall(line)
+	if !ok && (json.Unmarshal(line, &m) != nil || m.Method == "") {
 		return true // a response to us, or garbage: mcp-go answers it
 	}
 	isRequest := len(m.ID) > 0 && string(m.ID) != "null"
@@ -409,6 +433,11 @@ func (p *Proxy) route(ctx context.Context, line []byte) bool {
 		defer done()
 		handle(rctx, m)
 	}()
+	// Run the handler now, on this thread, rather than leave it for another
+	// to be woken and steal it while this goroutine blocks reading the host:
+	// that wake-up was on the critical path of every call (measured with
+	// BenchmarkReadThroughProxy, proxy/relay 0.80 -> 0.86 on 2 cores).
+	runtime.Gosched()
 	return false
 }
 
