@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"strconv"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -303,7 +304,7 @@ func (c *Client) Tools(ctx context.Context) ([]mcp.Tool, error) {
 }
 
 func (c *Client) newToken() string {
-	return c.tokenPrefix + fmt.Sprint(c.tokenSeq.Add(1))
+	return string(strconv.AppendUint([]byte(c.tokenPrefix), uint64(c.tokenSeq.Add(1)), 10))
 }
 
 // errorsIsAny reports whether err is any of targets.

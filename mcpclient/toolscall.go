@@ -55,13 +55,13 @@ func (s *session) toolsCall(ctx context.Context, id, tool string, args map[strin
 	if err := ctx.Err(); err != nil {
 		return nil, transport.NewError(err)
 	}
-	line := make([]byte, 0, len(params)+2*len(id)+64)
+	wireID := string(appendString(nil, id))
+	line := make([]byte, 0, len(params)+len(wireID)+64)
 	line = append(line, `{"jsonrpc":"2.0","id":`...)
-	line = appendString(line, id)
+	line = append(line, wireID...)
 	line = append(line, `,"method":"tools/call","params":`...)
 	line = append(line, params...)
 	line = append(line, "}\n"...)
-	wireID := string(appendString(nil, id))
 	if _, err := s.w.Write(line); err != nil {
 		return nil, transport.NewError(fmt.Errorf("write the request: %w", err))
 	}
@@ -148,9 +148,19 @@ func (s *session) toolsCallParams(token, tool string, args map[string]any, rawAr
 	return b, nil
 }
 
+// appendString appends s as a JSON string. Tokens, keys and tool names are
+// almost always plain ASCII, written as they are; anything else is left to
+// encoding/json (escapes, and its HTML-safe and UTF-8 rules).
 func appendString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s) // a string always encodes
-	return append(b, q...)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // setConnMeta computes, once per session, the _meta members every request

@@ -156,3 +156,13 @@ func TestTapReaderPassesOverlongLines(t *testing.T) {
 		t.Errorf("read %d bytes, want %d", len(got), len(long)+len(next))
 	}
 }
+
+// appendString's fast path writes what encoding/json writes.
+func TestAppendStringMatchesEncodingJSON(t *testing.T) {
+	for _, s := range []string{"", "mcp-confirm-abc-12", "get_budget", `a"b`, `a\b`, "<x>&", "tab\there", "é", "\x7f", "\u2028"} {
+		want, _ := json.Marshal(s)
+		if got := appendString(nil, s); string(got) != string(want) {
+			t.Errorf("appendString(%q) = %s, want %s", s, got, want)
+		}
+	}
+}
