@@ -1,7 +1,6 @@
 package mcpclient
 
 import (
-	"strconv"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -10,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
