@@ -177,6 +177,9 @@ var (
 	fastResult   = []byte(`,"result":`)
 	fastToken    = []byte(`"progressToken":"`)
 	fastNotifRPC = []byte(`{"jsonrpc":"2.0","method":`)
+	// The TypeScript SDK writes a response as {"result":...,"jsonrpc":"2.0","id":N}.
+	tsResult = []byte(`{"result":`)
+	tsTail   = []byte(`,"jsonrpc":"2.0","id":`)
 )
 
 // parseToolsCall returns the id and progress token of an outgoing tools/call
@@ -214,8 +217,9 @@ func (t *tap) parseToolsCall(p []byte) (id, token string, ok bool) {
 	return string(bytes.TrimSpace(m.ID)), tok, true
 }
 
-// parseResponse returns the id of an incoming response and, on the fast path
-// (mcp-go's layout), its raw result. ok is false for anything that is not a
+// parseResponse returns the id of an incoming response and, on the fast
+// paths (mcp-go's layout and the TypeScript SDK's), its raw result, a
+// subslice of line. ok is false for anything that is not a
 // response. With ok and neither result nor error, the caller decodes in full.
 func parseResponse(line []byte) (id string, result json.RawMessage, ok bool) {
 	if bytes.HasPrefix(line, fastNotifRPC) {
@@ -232,6 +236,13 @@ func parseResponse(line []byte) (id string, result json.RawMessage, ok bool) {
 			}
 		}
 	}
+	if bytes.HasPrefix(line, tsResult) && line[len(line)-1] == '}' {
+		if i := bytes.LastIndex(line, tsTail); i > len(tsResult) {
+			if id := line[i+len(tsTail) : len(line)-1]; plainID(id) {
+				return string(id), line[len(tsResult):i], true
+			}
+		}
+	}
 	if !bytes.Contains(line, markID) {
 		return "", nil, false
 	}
@@ -243,6 +254,23 @@ func parseResponse(line []byte) (id string, result json.RawMessage, ok bool) {
 		return "", nil, false
 	}
 	return string(bytes.TrimSpace(m.ID)), nil, true
+}
+
+// plainID: b is a JSON-RPC id as written by a server in its own layout: a
+// number, or a string without escapes or quotes inside.
+func plainID(b []byte) bool {
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' {
+		return !bytes.ContainsAny(b[1:len(b)-1], `"\\`)
+	}
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		if (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 // outgoing is called with one complete line before it is written. It returns
@@ -349,9 +377,10 @@ func (t *tap) incoming(line []byte) (ours bool) {
 	// everything in flight: an error from then on answers a cancel.
 	resp := &wireResp{afterCancel: r.cancelSent || t.gone, at: time.Now(), line: bytes.Clone(line)}
 	if result != nil {
-		// Sliced out of mcp-go's layout; validated off the read loop, by
-		// wireResp.resultJSON.
-		off := len(line) - len(result) - 1
+		// Sliced out of a known layout; validated off the read loop, by
+		// wireResp.resultJSON. result is a subslice of line, so its offset
+		// is the difference of their capacities.
+		off := cap(line) - cap(result)
 		resp.result = resp.line[off : off+len(result)]
 	} else {
 		// Another layout, or an error object: decode in full. Rare.

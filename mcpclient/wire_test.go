@@ -14,7 +14,10 @@ func TestParseResponse(t *testing.T) {
 	}{
 		{"mcp-go layout", `{"jsonrpc":"2.0","id":4,"result":{"content":[]}}`, "4", `{"content":[]}`, true},
 		{"mcp-go error", `{"jsonrpc":"2.0","id":5,"error":{"code":-32603,"message":"x"}}`, "5", "", true},
-		{"ts layout", `{"result":{"content":[]},"jsonrpc":"2.0","id":7}`, "7", "", true},
+		{"ts layout", `{"result":{"content":[]},"jsonrpc":"2.0","id":7}`, "7", `{"content":[]}`, true},
+		{"ts string id", `{"result":{"a":{"jsonrpc":"2.0","id":5}},"jsonrpc":"2.0","id":"mcp-confirm-x-3"}`, `"mcp-confirm-x-3"`, `{"a":{"jsonrpc":"2.0","id":5}}`, true},
+		{"ts error", `{"jsonrpc":"2.0","id":8,"error":{"code":-32602,"message":"x"}}`, "8", "", true},
+		{"ts odd id", `{"result":{},"jsonrpc":"2.0","id":"a\"b"}`, `"a\"b"`, "", true},
 		{"string id", `{"jsonrpc":"2.0","id":"a-1","result":{}}`, `"a-1"`, `{}`, true},
 		{"notification", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t"}}`, "", "", false},
 		{"server request", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "", "", false},
@@ -34,6 +37,20 @@ func TestParseResponse(t *testing.T) {
 // caught when validated, and read from the whole line instead.
 func TestResultJSONFallsBackToFullDecode(t *testing.T) {
 	line := []byte(`{"jsonrpc":"2.0","id":4,"result":{"content":[]},"extra":1}`)
+	_, result, ok := parseResponse(line)
+	if !ok {
+		t.Fatal("not a response")
+	}
+	r := &wireResp{line: line, result: result}
+	if got := string(r.resultJSON()); got != `{"content":[]}` {
+		t.Errorf("result = %s", got)
+	}
+}
+
+// The TypeScript layout with fields between the result and the tail: the
+// slice is not one value, and the whole line is read instead.
+func TestResultJSONFallsBackOnTSLayoutWithExtras(t *testing.T) {
+	line := []byte(`{"result":{"content":[]},"extra":1,"jsonrpc":"2.0","id":4}`)
 	_, result, ok := parseResponse(line)
 	if !ok {
 		t.Fatal("not a response")

@@ -64,3 +64,21 @@ func TestDecodeToolCall(t *testing.T) {
 		}
 	}
 }
+
+// A legacy server's result reaches a 2026-07-28 host with resultType
+// added and everything else as the server wrote it.
+func TestWithResultType(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"content":[{"type":"text","text":"<b>"}],"isError":false}`, `{"content":[{"type":"text","text":"<b>"}],"isError":false,"resultType":"complete"}`},
+		{`{}`, `{"resultType":"complete"}`},
+		{` { } `, `{ "resultType":"complete"}`},
+		{`{"resultType":"complete","content":[]}`, `{"resultType":"complete","content":[]}`},
+		{`{"result\u0054ype":"input_required"}`, `{"result\u0054ype":"input_required"}`},
+		{`{"content":[{"text":"\u00e9"}]}`, `{"content":[{"text":"\u00e9"}],"resultType":"complete"}`},
+		{`not json`, `not json`},
+	} {
+		if got := string(withResultType(json.RawMessage(tc.in))); got != tc.want {
+			t.Errorf("withResultType(%s) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}

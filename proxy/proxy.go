@@ -571,24 +571,32 @@ func modernRequest(params json.RawMessage) bool {
 }
 
 // withResultType adds resultType "complete" to a legacy server's result for
-// a 2026-07-28 host (legacy servers never set it).
+// a 2026-07-28 host (legacy servers never set it). The member is spliced in
+// before the closing brace, so the rest stays byte for byte as the server
+// wrote it.
 func withResultType(res json.RawMessage) json.RawMessage {
-	if bytes.Contains(res, []byte(`"resultType"`)) {
-		return res // a modern server's (or a field of that name: left alone)
+	if bytes.Contains(res, []byte(`"resultType"`)) || bytes.Contains(res, []byte(`\u`)) {
+		// A modern server's, or a name spelled with escapes: decode to know.
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(res, &obj) != nil {
+			return res
+		}
+		if _, ok := obj["resultType"]; ok {
+			return res
+		}
 	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(res, &obj) != nil {
+	t := bytes.TrimSpace(res)
+	if len(t) < 2 || t[0] != '{' || t[len(t)-1] != '}' || !json.Valid(t) {
 		return res
 	}
-	if _, ok := obj["resultType"]; ok {
-		return res
+	member := `"resultType":"complete"`
+	if len(bytes.TrimSpace(t[1:len(t)-1])) > 0 {
+		member = "," + member
 	}
-	obj["resultType"] = json.RawMessage(`"complete"`)
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return res
-	}
-	return b
+	b := make([]byte, 0, len(t)+len(member))
+	b = append(b, t[:len(t)-1]...)
+	b = append(b, member...)
+	return append(b, '}')
 }
 
 // fromDownstream receives the server's notifications on the session's read
