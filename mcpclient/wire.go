@@ -12,14 +12,17 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// The tap sits between mcp-go's stdio transport and the child's pipes. mcp-go
-// hides the JSON-RPC ids it assigns and drops any response that arrives after
-// the caller's context ended; the engine needs both (the id for the journal,
-// the late response as evidence). So the tap reads every line that crosses:
-// outgoing tools/call requests are tied to their call by the unique progress
-// token in _meta (one call is one wire request today, see toolscall.go; the
-// tap keeps a list per call so it stays right if that changes), outgoing
-// notifications/cancelled are noted, and incoming responses are matched by id.
+// The tap sits between mcp-go's stdio transport and the child's pipes, and
+// it is how a tools/call reaches the server and comes back (toolscall.go):
+// mcp-go hides the JSON-RPC ids it assigns and drops any response that
+// arrives after the caller's context ended, and the engine needs both (the
+// id for the journal, the late response as evidence). So the tap reads
+// every line that crosses: outgoing tools/call requests are tied to their
+// call by the unique progress token in _meta (one call is one wire request
+// today; the tap keeps a list per call so it stays right if that changes),
+// outgoing notifications/cancelled are noted, and incoming responses are
+// matched by id and, when they answer a tools/call, kept from mcp-go. The
+// handshake, tools/list and relayed requests still go through mcp-go.
 // It must stay cheap: lines that cannot matter are rejected by a substring
 // test before any JSON is decoded.
 
