@@ -48,9 +48,9 @@ var (
 // resends on its own, except that a request provably not written because
 // the session had just died is sent once on a fresh session.
 //
-// On either clock, and when ctx ends, the context given to mcp-go is
-// cancelled; mcp-go then sends notifications/cancelled for the request (it
-// does so for every tools/call cancelled after the write), and the outcome
+// On either clock, and when ctx ends, the call's context is cancelled; the
+// server is then sent notifications/cancelled for the request (for every
+// tools/call cancelled after the write, see toolsCall), and the outcome
 // is unknown: a cancel is a request, not proof that nothing happened.
 func (c *Client) Call(ctx context.Context, tool string, args map[string]any, o CallOptions) Outcome {
 	if o.KeyArg != "" && o.Key == "" {
@@ -137,8 +137,8 @@ func (c *Client) callOn(ctx context.Context, s *session, tool string, args map[s
 	return out
 }
 
-// finish decides the outcome of a call once mcp-go has returned, from what
-// mcp-go says and from what the tap saw on the wire.
+// finish decides the outcome of a call once toolsCall has returned, from
+// what it says and from what the tap saw on the wire.
 func (t *tap) finish(wc *wireCall, res json.RawMessage, err error, parent, callCtx context.Context, stopClocks func()) Outcome {
 	t.mu.Lock()
 	// From here on, progress for this call is ignored and any answer to it
@@ -169,7 +169,7 @@ func (t *tap) finish(wc *wireCall, res json.RawMessage, err error, parent, callC
 		// The server answered with an error before any cancel of ours.
 		out.Kind, out.RPCError, out.Err = OutcomeRPCError, resp.rpcErr, resp.rpcErr
 	case isTransport && resp.resultJSON() != nil:
-		// The answer came in while mcp-go was giving up on it (the clock
+		// The answer came in while the call was giving up on it (the clock
 		// fired, or the pipe closed right after the last line): an answer is
 		// an answer.
 		// Except a tool error that answers our cancel: it says how the
