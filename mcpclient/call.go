@@ -122,7 +122,7 @@ func (c *Client) callOn(ctx context.Context, s *session, tool string, args map[s
 		out = Outcome{Kind: OutcomeNotSent, Session: s.n, EndedAt: time.Now(),
 			Err: fmt.Errorf("call %s: %w", tool, s.lostError())}
 	} else {
-		res, err := s.toolsCall(callCtx, token, tool, args, rawArgs, o.Key)
+		res, err := s.toolsCall(callCtx, wc, args, rawArgs)
 		out = s.tap.finish(wc, res, err, ctx, callCtx, stopClocks)
 		if out.Kind == OutcomeUnknown && out.Reason == ReasonConnectionLost {
 			out.Err = fmt.Errorf("call %s: %w", tool, s.lostError())

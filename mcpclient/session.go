@@ -115,7 +115,7 @@ func spawn(spec ServerSpec, n int, tokenPrefix string, opts *Options) (*session,
 		done:       make(chan struct{}),
 	}
 	s.goneCtx, s.goneStop = context.WithCancel(context.Background())
-	s.tap = newTap(n, tokenPrefix, s.late)
+	s.tap = newTap(n, s.late)
 
 	go func() {
 		s.exitErr = cmd.Wait()

@@ -41,40 +41,36 @@ var errInputRequired = errors.New("the server asked for more input (resultType i
 // best effort and must not hold up the caller.
 const cancelNotifyTimeout = 5 * time.Second
 
-// toolsCall writes one tools/call request with the given id (also its
-// progress token) and waits for the answer. It returns the result as the
+// toolsCall writes the call's one tools/call request, whose id is also its
+// progress token (the call's token), and waits for the answer. It returns the result as the
 // server wrote it; a JSON-RPC error as a plain error (the tap has the error
 // object); a failed write or ctx's end (which is also how a lost session
 // ends a call, see tap.failAll) as a *transport.Error. When ctx ends after
 // the write, the server is sent notifications/cancelled.
-func (s *session) toolsCall(ctx context.Context, id, tool string, args map[string]any, rawArgs json.RawMessage, key string) (json.RawMessage, error) {
-	params, err := s.toolsCallParams(id, tool, args, rawArgs, key)
+func (s *session) toolsCall(ctx context.Context, wc *wireCall, args map[string]any, rawArgs json.RawMessage) (json.RawMessage, error) {
+	params, err := s.toolsCallParams(wc.token, wc.tool, args, rawArgs, wc.key)
 	if err != nil {
 		return nil, fmt.Errorf("encode the arguments: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, transport.NewError(err)
 	}
-	wireID := string(appendString(nil, id))
+	wireID := appendString(nil, wc.token)
 	line := make([]byte, 0, len(params)+len(wireID)+64)
 	line = append(line, `{"jsonrpc":"2.0","id":`...)
 	line = append(line, wireID...)
 	line = append(line, `,"method":"tools/call","params":`...)
 	line = append(line, params...)
 	line = append(line, "}\n"...)
-	if _, err := s.w.Write(line); err != nil {
+	r, err := s.w.send(wc, string(wireID), line)
+	if err != nil {
+		// finish tells "not sent" (r nil) from sent in part (unknown).
 		return nil, transport.NewError(fmt.Errorf("write the request: %w", err))
-	}
-	r := s.tap.request(wireID)
-	if r == nil {
-		// The tap did not recognise our own line: a bug, and the answer
-		// could never be matched. Unknown rather than a guess.
-		return nil, fmt.Errorf("the tools/call request %s was written but not tracked", wireID)
 	}
 	select {
 	case <-r.answered:
 	case <-ctx.Done():
-		go s.sendCancel(s.mc.GetTransport(), mcp.NewRequestId(id), context.Cause(ctx))
+		go s.sendCancel(s.mc.GetTransport(), mcp.NewRequestId(wc.token), context.Cause(ctx))
 		return nil, transport.NewError(ctx.Err())
 	}
 	resp := r.resp

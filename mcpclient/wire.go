@@ -109,9 +109,8 @@ func (c *wireCall) lastWritten() *wireReq {
 }
 
 type tap struct {
-	session   int
-	late      *lateQueue
-	tokenMark []byte // `"progressToken":"` + this client's token prefix
+	session int
+	late    *lateQueue
 
 	mu      sync.Mutex
 	byToken map[string]*wireCall // calls still running
@@ -125,13 +124,12 @@ type tap struct {
 	firstNonJSON atomic.Pointer[string]
 }
 
-func newTap(session int, tokenPrefix string, late *lateQueue) *tap {
+func newTap(session int, late *lateQueue) *tap {
 	return &tap{
-		session:   session,
-		late:      late,
-		tokenMark: append(append([]byte(nil), fastToken...), tokenPrefix...),
-		byToken:   map[string]*wireCall{},
-		byID:      map[string]*wireReq{},
+		session: session,
+		late:    late,
+		byToken: map[string]*wireCall{},
+		byID:    map[string]*wireReq{},
 	}
 }
 
@@ -145,14 +143,6 @@ func (t *tap) register(c *wireCall) bool {
 	}
 	t.byToken[c.token] = c
 	return true
-}
-
-// request returns the tools/call request with this id (its JSON text), or
-// nil if none was written.
-func (t *tap) request(id string) *wireReq {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.byID[id]
 }
 
 // failAll ends the session for the tap: every running call is cancelled with
@@ -171,54 +161,17 @@ func (t *tap) failAll(cause error) {
 }
 
 var (
-	markToolsCall = []byte(`"tools/call"`)
 	markCancelled = []byte(`"notifications/cancelled"`)
 	markID        = []byte(`"id"`)
 	// mcp-go marshals every message with these fields first, in this order.
 	fastRequest  = []byte(`{"jsonrpc":"2.0","id":`)
 	fastMethod   = []byte(`,"method":"`)
 	fastResult   = []byte(`,"result":`)
-	fastToken    = []byte(`"progressToken":"`)
 	fastNotifRPC = []byte(`{"jsonrpc":"2.0","method":`)
 	// The TypeScript SDK writes a response as {"result":...,"jsonrpc":"2.0","id":N}.
 	tsResult = []byte(`{"result":`)
 	tsTail   = []byte(`,"jsonrpc":"2.0","id":`)
 )
-
-// parseToolsCall returns the id and progress token of an outgoing tools/call
-// line. The fast path reads mcp-go's fixed layout without decoding JSON (a
-// request carries the arguments, which may be large); anything else is
-// decoded in full.
-func (t *tap) parseToolsCall(p []byte) (id, token string, ok bool) {
-	if rest, found := bytes.CutPrefix(p, fastRequest); found {
-		if i := bytes.Index(rest, fastMethod); i > 0 && bytes.HasPrefix(rest[i+len(fastMethod):], []byte(`tools/call"`)) {
-			// Our tokens carry a random prefix, so an argument that happens
-			// to be named progressToken is not mistaken for ours, whatever
-			// the key order (mcp-go writes _meta first on 2026-07-28
-			// connections and last on legacy ones).
-			if j := bytes.Index(rest, t.tokenMark); j >= 0 {
-				v := rest[j+len(fastToken):]
-				if k := bytes.IndexByte(v, '"'); k > 0 {
-					return string(rest[:i]), string(v[:k]), true
-				}
-			}
-		}
-	}
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params struct {
-			Meta struct {
-				ProgressToken any `json:"progressToken"`
-			} `json:"_meta"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(p, &m) != nil || m.Method != string(mcp.MethodToolsCall) || len(m.ID) == 0 {
-		return "", "", false
-	}
-	tok, _ := m.Params.Meta.ProgressToken.(string)
-	return string(bytes.TrimSpace(m.ID)), tok, true
-}
 
 // parseResponse returns the id of an incoming response and, on the fast
 // paths (mcp-go's layout and the TypeScript SDK's), its raw result, a
@@ -276,74 +229,38 @@ func plainID(b []byte) bool {
 	return true
 }
 
-// outgoing is called with one complete line before it is written. It returns
-// an undo for when the write fails without a byte written, and a commit for
-// when at least one byte was.
-func (t *tap) outgoing(p []byte) (undo, commit func()) {
-	switch {
-	case bytes.Contains(p, markToolsCall):
-		id, tok, ok := t.parseToolsCall(p)
-		if !ok {
-			return nil, nil
-		}
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		c := t.byToken[tok]
-		if c == nil {
-			return nil, nil
-		}
-		// Registered before the write: the answer can come back before
-		// Write returns.
-		r := &wireReq{call: c, id: id, answered: make(chan struct{})}
-		c.reqs = append(c.reqs, r)
-		t.byID[id] = r
-		t.tracked.Store(int32(len(t.byID)))
-		undo = func() {
-			t.mu.Lock()
-			defer t.mu.Unlock()
-			c.reqs = c.reqs[:len(c.reqs)-1]
-			delete(t.byID, id)
-			t.tracked.Store(int32(len(t.byID)))
-		}
-		commit = func() {
-			t.mu.Lock()
-			r.written = true
-			r.sentAt = time.Now()
-			ev := c.events
-			t.mu.Unlock()
-			if ev != nil {
-				ev.sent(rpcIDText(id))
-			}
-		}
-		return undo, commit
-
-	case bytes.Contains(p, markCancelled):
-		var m struct {
-			Method string `json:"method"`
-			Params struct {
-				RequestID json.RawMessage `json:"requestId"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(p, &m) != nil || m.Method != string(mcp.MethodNotificationCancelled) {
-			return nil, nil
-		}
-		id := string(bytes.TrimSpace(m.Params.RequestID))
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		r := t.byID[id]
-		if r == nil || r.cancelSent {
-			return nil, nil
-		}
-		// Marked before the write for the same reason: the server's answer
-		// to the cancel may be read before Write returns.
-		r.cancelSent = true
-		return func() {
-			t.mu.Lock()
-			r.cancelSent = false
-			t.mu.Unlock()
-		}, nil
+// outgoing is called with each line mcp-go writes, before it is written:
+// a notifications/cancelled for one of our requests is marked, before the
+// write, since the server's answer to it may be read before Write returns.
+// It returns an undo for when the write fails without a byte written, or
+// nil. (Our tools/call lines are written by tapWriter.send, which registers
+// them itself.)
+func (t *tap) outgoing(p []byte) (undo func()) {
+	if !bytes.Contains(p, markCancelled) {
+		return nil
 	}
-	return nil, nil
+	var m struct {
+		Method string `json:"method"`
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(p, &m) != nil || m.Method != string(mcp.MethodNotificationCancelled) {
+		return nil
+	}
+	id := string(bytes.TrimSpace(m.Params.RequestID))
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := t.byID[id]
+	if r == nil || r.cancelSent {
+		return nil
+	}
+	r.cancelSent = true
+	return func() {
+		t.mu.Lock()
+		r.cancelSent = false
+		t.mu.Unlock()
+	}
 }
 
 // incoming is called with each complete line read from the child's stdout,
@@ -465,8 +382,9 @@ func rpcIDText(raw string) string {
 	return raw
 }
 
-// tapWriter is the child's stdin, written by mcp-go and by toolsCall. Each
-// writes one whole line per Write call; the lock keeps the lines whole.
+// tapWriter is the child's stdin, written by mcp-go (Write) and by
+// toolsCall (send). Each writes one whole line per call; the lock keeps the
+// lines whole.
 type tapWriter struct {
 	t      *tap
 	w      io.WriteCloser
@@ -474,14 +392,48 @@ type tapWriter struct {
 	mu     sync.Mutex
 }
 
+// send writes one tools/call request line for c; id is the request id's
+// JSON text. The request is registered before the write, since the answer
+// can come back before Write returns, and marked written as soon as one
+// byte reached the pipe: from then on the call can only end answered or
+// unknown, never "not sent". It returns nil when not one byte was written.
+func (w *tapWriter) send(c *wireCall, id string, line []byte) (*wireReq, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t := w.t
+	r := &wireReq{call: c, id: id, answered: make(chan struct{})}
+	t.mu.Lock()
+	c.reqs = append(c.reqs, r)
+	t.byID[id] = r
+	t.tracked.Store(int32(len(t.byID)))
+	t.mu.Unlock()
+
+	n, err := w.w.Write(line)
+	if err != nil {
+		w.broken()
+	}
+	t.mu.Lock()
+	if n == 0 {
+		c.reqs = c.reqs[:len(c.reqs)-1]
+		delete(t.byID, id)
+		t.tracked.Store(int32(len(t.byID)))
+		t.mu.Unlock()
+		return nil, err
+	}
+	r.written, r.sentAt = true, time.Now()
+	ev := c.events
+	t.mu.Unlock()
+	if ev != nil {
+		ev.sent(rpcIDText(id))
+	}
+	return r, err
+}
+
 func (w *tapWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	undo, commit := w.t.outgoing(p)
+	undo := w.t.outgoing(p)
 	n, err := w.w.Write(p)
-	if n > 0 && commit != nil {
-		commit()
-	}
 	if n == 0 && undo != nil {
 		undo()
 	}

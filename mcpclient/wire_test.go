@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -33,66 +34,83 @@ func TestParseResponse(t *testing.T) {
 	}
 }
 
-// A result sliced out of the fast layout but followed by other fields is
+// A result sliced out of a fast layout but followed by other fields is
 // caught when validated, and read from the whole line instead.
 func TestResultJSONFallsBackToFullDecode(t *testing.T) {
-	line := []byte(`{"jsonrpc":"2.0","id":4,"result":{"content":[]},"extra":1}`)
-	_, result, ok := parseResponse(line)
-	if !ok {
-		t.Fatal("not a response")
-	}
-	r := &wireResp{line: line, result: result}
-	if got := string(r.resultJSON()); got != `{"content":[]}` {
-		t.Errorf("result = %s", got)
-	}
-}
-
-// The TypeScript layout with fields between the result and the tail: the
-// slice is not one value, and the whole line is read instead.
-func TestResultJSONFallsBackOnTSLayoutWithExtras(t *testing.T) {
-	line := []byte(`{"result":{"content":[]},"extra":1,"jsonrpc":"2.0","id":4}`)
-	_, result, ok := parseResponse(line)
-	if !ok {
-		t.Fatal("not a response")
-	}
-	r := &wireResp{line: line, result: result}
-	if got := string(r.resultJSON()); got != `{"content":[]}` {
-		t.Errorf("result = %s", got)
-	}
-}
-
-func TestParseToolsCall(t *testing.T) {
-	tp := newTap(1, "mcp-confirm-abc-", newLateQueue())
-	modern := `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"_meta":{"progressToken":"mcp-confirm-abc-3"},"arguments":{"progressToken":"evil"},"name":"x"}}`
-	legacy := `{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"x","arguments":{"progressToken":"evil"},"_meta":{"progressToken":"mcp-confirm-abc-4"}}}`
-	other := `{"method":"tools/call","id":14,"jsonrpc":"2.0","params":{"_meta":{"progressToken":"mcp-confirm-abc-5"}}}`
-	for _, tc := range []struct{ line, id, tok string }{
-		{modern, "12", "mcp-confirm-abc-3"},
-		{legacy, "13", "mcp-confirm-abc-4"},
-		{other, "14", "mcp-confirm-abc-5"},
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":4,"result":{"content":[]},"extra":1}`,
+		`{"result":{"content":[]},"extra":1,"jsonrpc":"2.0","id":4}`, // TypeScript layout
 	} {
-		id, tok, ok := tp.parseToolsCall([]byte(tc.line))
-		if !ok || id != tc.id || tok != tc.tok {
-			t.Errorf("%s: got (%q, %q, %v)", tc.line, id, tok, ok)
+		_, result, ok := parseResponse([]byte(line))
+		if !ok {
+			t.Fatalf("%s: not a response", line)
+		}
+		r := &wireResp{line: []byte(line), result: result}
+		if got := string(r.resultJSON()); got != `{"content":[]}` {
+			t.Errorf("%s: result = %s", line, got)
 		}
 	}
 }
 
+// pipeEnd is a child's stdin that takes at most max bytes per write (all
+// when max < 0), then fails.
+type pipeEnd struct{ max int }
+
+func (p pipeEnd) Write(b []byte) (int, error) {
+	if p.max < 0 {
+		return len(b), nil
+	}
+	return min(p.max, len(b)), errors.New("broken pipe")
+}
+func (pipeEnd) Close() error { return nil }
+
+// send registers a tools/call with its call before writing it. A write that
+// put not one byte on the pipe leaves nothing behind (the call was not
+// sent); one byte is enough for the request to count as written (the call
+// can then only be answered or unknown, never "not sent").
+func TestSendTracksWhatReachedThePipe(t *testing.T) {
+	line := []byte(`{"jsonrpc":"2.0","id":"p-1","method":"tools/call","params":{}}` + "\n")
+	for _, tc := range []struct {
+		name    string
+		max     int
+		written bool
+		err     bool
+	}{{"whole", -1, true, false}, {"nothing", 0, false, true}, {"in part", 5, true, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tp := newTap(1, newLateQueue())
+			broken := false
+			w := &tapWriter{t: tp, w: pipeEnd{tc.max}, broken: func() { broken = true }}
+			c := &wireCall{token: "p-1", cancel: func(error) {}}
+			tp.register(c)
+			r, err := w.send(c, `"p-1"`, line)
+			if (err != nil) != tc.err || broken != tc.err {
+				t.Errorf("err = %v, broken = %v", err, broken)
+			}
+			if tc.written {
+				if r == nil || !r.written || r.sentAt.IsZero() || len(c.reqs) != 1 || tp.byID[`"p-1"`] != r {
+					t.Errorf("a request that reached the pipe is not tracked as written: %+v", r)
+				}
+			} else if r != nil || len(c.reqs) != 0 || len(tp.byID) != 0 || c.lastWritten() != nil {
+				t.Errorf("a request that never reached the pipe left %+v, %d requests", r, len(c.reqs))
+			}
+		})
+	}
+}
+
 // BenchmarkTapLine is the tap's cost per round trip on mcp-go's layout: one
-// outgoing tools/call and one incoming response for a tracked call.
+// tools/call sent and one incoming response for it.
 func BenchmarkTapLine(b *testing.B) {
-	tp := newTap(1, "mcp-confirm-abc-", newLateQueue())
+	tp := newTap(1, newLateQueue())
+	w := &tapWriter{t: tp, w: pipeEnd{-1}, broken: func() {}}
 	req := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.github.mcp-confirm/idempotency-key":"k","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"mcp-confirm","version":"dev"},"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":"mcp-confirm-abc-1"},"arguments":{"text":"hello"},"name":"echo"}}`)
 	resp := []byte(`{"jsonrpc":"2.0","id":1,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"fixture","version":"1.2.3"}},"content":[{"type":"text","text":"echo"}],"resultType":"complete","structuredContent":{"args":{"text":"hello"},"has_token":true,"meta_key":"k"}}}`)
 	b.ReportAllocs()
 	for b.Loop() {
 		c := &wireCall{token: "mcp-confirm-abc-1", cancel: func(error) {}}
 		tp.register(c)
-		undo, commit := tp.outgoing(req)
-		if commit == nil || undo == nil {
-			b.Fatal("request not recognised")
+		if _, err := w.send(c, "1", req); err != nil {
+			b.Fatal(err)
 		}
-		commit()
 		tp.incoming(resp)
 		if c.reqs[0].resp == nil {
 			b.Fatal("response not captured")
@@ -125,12 +143,13 @@ func (c *chunks) Read(p []byte) (int, error) {
 // line, whole and in order, however the pipe split them; the line cut off
 // by the end of the stream is not passed on (mcp-go would drop it too).
 func TestTapReaderTakesOnlyOurAnswers(t *testing.T) {
-	tp := newTap(1, "mcp-confirm-abc-", newLateQueue())
+	tp := newTap(1, newLateQueue())
 	c := &wireCall{token: "mcp-confirm-abc-1", cancel: func(error) {}}
 	tp.register(c)
-	req := `{"jsonrpc":"2.0","id":"mcp-confirm-abc-1","method":"tools/call","params":{"name":"x","arguments":{},"_meta":{"progressToken":"mcp-confirm-abc-1"}}}`
-	if _, commit := tp.outgoing([]byte(req)); commit == nil {
-		t.Fatal("request not recognised")
+	req := `{"jsonrpc":"2.0","id":"mcp-confirm-abc-1","method":"tools/call","params":{"name":"x","arguments":{},"_meta":{"progressToken":"mcp-confirm-abc-1"}}}` + "\n"
+	w := &tapWriter{t: tp, w: pipeEnd{-1}, broken: func() {}}
+	if _, err := w.send(c, `"mcp-confirm-abc-1"`, []byte(req)); err != nil {
+		t.Fatal(err)
 	}
 	note := `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"mcp-confirm-abc-1","progress":1}}` + "\n"
 	other := `{"jsonrpc":"2.0","id":3,"result":{"tools":[]}}` + "\n"
@@ -161,7 +180,7 @@ func TestTapReaderTakesOnlyOurAnswers(t *testing.T) {
 // A line longer than the tap buffers goes to mcp-go as it arrives,
 // uninspected, and the lines after it are read as usual.
 func TestTapReaderPassesOverlongLines(t *testing.T) {
-	tp := newTap(1, "p-", newLateQueue())
+	tp := newTap(1, newLateQueue())
 	long := `{"jsonrpc":"2.0","method":"x","params":"` + strings.Repeat("a", maxLine) + `"}` + "\n"
 	next := `{"jsonrpc":"2.0","id":1,"result":{}}` + "\n"
 	r := &tapReader{t: tp, r: &chunks{parts: []string{long[:1000], long[1000:], next}}, eof: func() {}}
