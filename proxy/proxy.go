@@ -575,8 +575,12 @@ func modernRequest(params json.RawMessage) bool {
 // before the closing brace, so the rest stays byte for byte as the server
 // wrote it.
 func withResultType(res json.RawMessage) json.RawMessage {
-	if bytes.Contains(res, []byte(`"resultType"`)) || bytes.Contains(res, []byte(`\u`)) {
-		// A modern server's, or a name spelled with escapes: decode to know.
+	hasName, escaped := bytes.Contains(res, []byte(`"resultType"`)), bytes.Contains(res, []byte(`\u`))
+	if hasName && !escaped {
+		return res // a modern server's (or a nested field of that name: left alone)
+	}
+	if escaped {
+		// A name could be spelled with escapes: decode to know.
 		var obj map[string]json.RawMessage
 		if json.Unmarshal(res, &obj) != nil {
 			return res
@@ -585,8 +589,9 @@ func withResultType(res json.RawMessage) json.RawMessage {
 			return res
 		}
 	}
+	// res is one JSON value: validated on the way in, or made by the proxy.
 	t := bytes.TrimSpace(res)
-	if len(t) < 2 || t[0] != '{' || t[len(t)-1] != '}' || !json.Valid(t) {
+	if len(t) < 2 || t[0] != '{' || t[len(t)-1] != '}' {
 		return res
 	}
 	member := `"resultType":"complete"`
