@@ -115,7 +115,7 @@ func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
 	if err := j.checkSchema(ctx); err != nil {
 		return nil, fmt.Errorf("open journal %s: %w", path, err)
 	}
-	if _, err := j.wconn.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
+	if err := j.setWAL(ctx, opts.BusyTimeout); err != nil {
 		return nil, fmt.Errorf("open journal %s: set WAL mode: %w", path, err)
 	}
 	if err := j.migrate(ctx); err != nil {
@@ -235,15 +235,19 @@ func checkHeader(path string) error {
 // checkSchema refuses another application's database and a newer schema,
 // reading only.
 func (j *Journal) checkSchema(ctx context.Context) error {
+	// One statement, so one snapshot: read one by one, another process's
+	// first migration could commit in between (tables, but no id yet), and
+	// a new journal would be taken for another application's database.
 	var appID, version, tables int
-	if err := j.wconn.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
+	err := j.wconn.QueryRowContext(ctx, `SELECT
+		(SELECT application_id FROM pragma_application_id),
+		(SELECT user_version FROM pragma_user_version),
+		(SELECT count(*) FROM sqlite_master)`).Scan(&appID, &version, &tables)
+	if err != nil {
+		if isBusy(err) {
+			return err
+		}
 		return fmt.Errorf("%w: %v", ErrNotJournal, err)
-	}
-	if err := j.wconn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return err
-	}
-	if err := j.wconn.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&tables); err != nil {
-		return err
 	}
 	if appID == 0 && tables == 0 && version == 0 {
 		return nil // a new, empty database
@@ -256,6 +260,40 @@ func (j *Journal) checkSchema(ctx context.Context) error {
 	}
 	return nil
 }
+
+// setWAL puts the journal in WAL mode (kept in the file, so only its first
+// opening changes anything). SQLite answers a mode change that meets another
+// connection's lock with SQLITE_BUSY at once, without its busy handler:
+// processes opening a new journal together (four identical calls started at
+// once) would have one fail. So a busy answer is retried here, within the
+// same bound as any other wait for a lock.
+func (j *Journal) setWAL(ctx context.Context, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		var mode string
+		err := j.wconn.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
+		if err == nil && !strings.EqualFold(mode, "wal") {
+			err = fmt.Errorf("SQLite kept journal mode %q", mode)
+		}
+		if err == nil || !isBusy(err) || time.Now().Add(pause).After(deadline) {
+			return err
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// isBusy: SQLite said the database is locked (SQLITE_BUSY, or one of its
+// extended codes).
+func isBusy(err error) bool {
+	var se interface{ Code() int }
+	return errors.As(err, &se) && se.Code()&0xff == sqliteBusy
+}
+
+const sqliteBusy = 5 // SQLITE_BUSY
 
 func (j *Journal) migrate(ctx context.Context) error {
 	if _, err := j.wconn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
