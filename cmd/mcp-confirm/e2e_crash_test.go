@@ -13,10 +13,19 @@ import (
 	"time"
 )
 
-// bgCall is a `call` running in the background.
+// bgCall is a `call` running in the background. One goroutine waits for
+// it (exec.Cmd.Wait may be called once); everyone else reads done and err.
 type bgCall struct {
 	cmd            *exec.Cmd
 	stdout, stderr *bytes.Buffer
+	done           chan struct{} // closed once the process has exited
+	err            error         // Wait's error, set before done is closed
+}
+
+// wait blocks until the call has exited and returns Wait's error.
+func (b *bgCall) wait() error {
+	<-b.done
+	return b.err
 }
 
 // result is what the call came to once it has exited.
@@ -31,17 +40,19 @@ func (w *world) startCall(t testing.TB, args string, extra []string, serverFlags
 	ctx, cancel := context.WithTimeout(context.Background(), cmdHang)
 	a := append([]string{"call", "create_order", "--args", args}, extra...)
 	b := &bgCall{cmd: e2eCmd(ctx, w.bin, w.dir, w.withDB(append(a, w.server(serverFlags...)...))...),
-		stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+		stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, done: make(chan struct{})}
 	b.cmd.Stdout, b.cmd.Stderr = b.stdout, b.stderr
 	if err := b.cmd.Start(); err != nil {
 		cancel()
 		t.Fatal(err)
 	}
+	go func() {
+		b.err = b.cmd.Wait()
+		close(b.done)
+	}()
 	t.Cleanup(func() {
-		cancel()
-		if b.cmd.ProcessState == nil {
-			_ = b.cmd.Wait()
-		}
+		cancel() // kills it if still running; WaitDelay bounds the rest
+		<-b.done
 	})
 	return b
 }
@@ -99,16 +110,16 @@ func TestE2EKillClientMidWrite(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t, t.TempDir())
 			db := w.db()
-			cmd := w.startCall(t, `{"item":"widget","quantity":1,"buyer":"bob"}`, []string{"--timeout", "60s"}, tc.flags...).cmd
+			bg := w.startCall(t, `{"item":"widget","quantity":1,"buyer":"bob"}`, []string{"--timeout", "60s"}, tc.flags...)
 			key := w.waitSentKey(t, nil, time.Minute)
 			waitRecord(t, db, key, tc.record, time.Minute)
 			if pids := demoPIDs(t, w.demoDB); len(pids) != 1 {
 				t.Fatalf("want one demo server running, found %v", pids)
 			}
-			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			if err := bg.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
-			if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+			if err := bg.wait(); err == nil || !strings.Contains(err.Error(), "killed") {
 				t.Fatalf("the client should have died of SIGKILL, got %v", err)
 			}
 			// Its stdin closed with the client: the server must exit on its
@@ -184,20 +195,16 @@ func TestE2EServerCrashMidWrite(t *testing.T) {
 	w := newWorld(t, t.TempDir())
 	db := w.db()
 	bg := w.startCall(t, `{"item":"gadget","quantity":2,"buyer":"alice"}`, []string{"--timeout", "60s"}, "--hang-after-commit", "1")
-	cmd := bg.cmd
 	key := w.waitSentKey(t, nil, time.Minute)
 	waitRecord(t, db, key, "completed", time.Minute)
 	killPIDs(t, demoPIDs(t, w.demoDB))
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
 	select {
-	case err = <-done:
+	case <-bg.done:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the client did not notice the server's death within 30s (its timeout is 60s)")
 	}
-	if err != nil && cmd.ProcessState == nil {
-		t.Fatal(err)
+	if bg.cmd.ProcessState == nil {
+		t.Fatal(bg.err)
 	}
 	r := bg.result()
 	wantExit(t, r, exitUnknown, "call whose server was killed")
@@ -274,7 +281,7 @@ func TestE2EConcurrentIdenticalCalls(t *testing.T) {
 	for range n {
 		b := w.startCall(t, `{"item":"widget","quantity":3,"buyer":"carol"}`, []string{"--timeout", "60s"}, "--hang-after-commit", "1")
 		go func() {
-			_ = b.cmd.Wait()
+			<-b.done
 			exited <- b
 		}()
 	}
@@ -326,13 +333,8 @@ func TestE2EInterruptedCall(t *testing.T) {
 			if err := bg.cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
-			done := make(chan struct{})
-			go func() {
-				_ = bg.cmd.Wait()
-				close(done)
-			}()
 			select {
-			case <-done:
+			case <-bg.done:
 			case <-time.After(30 * time.Second):
 				t.Fatalf("mcp-confirm did not stop within 30s of %s (its write timeout is 60s)", sig)
 			}

@@ -420,7 +420,7 @@ func (fw *faultWorker) interrupted(i int, fault, args string, extra []string, be
 			fw.fail(i, "want one demo server to crash, found %v", pids)
 		}
 		killPIDs(t, pids)
-		if err := bg.cmd.Wait(); bg.cmd.ProcessState == nil {
+		if err := bg.wait(); bg.cmd.ProcessState == nil {
 			fw.fail(i, "wait for the client: %v", err)
 		}
 		r := bg.result()
@@ -434,7 +434,7 @@ func (fw *faultWorker) interrupted(i int, fault, args string, extra []string, be
 		fw.fail(i, "kill -9 the client: %v", err)
 	}
 	fw.kills++
-	_ = bg.cmd.Wait()
+	_ = bg.wait()
 	if ws, ok := bg.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		fw.fail(i, "the client should have died of SIGKILL: %v", bg.cmd.ProcessState)
 	}
