@@ -16,7 +16,8 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // pure-Go SQLite driver "sqlite"
+	"modernc.org/sqlite" // pure-Go SQLite driver "sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Errors callers branch on. Open wraps them with the path.
@@ -287,13 +288,11 @@ func (j *Journal) setWAL(ctx context.Context, wait time.Duration) error {
 }
 
 // isBusy: SQLite said the database is locked (SQLITE_BUSY, or one of its
-// extended codes).
+// extended codes, which keep the primary code in the low byte).
 func isBusy(err error) bool {
-	var se interface{ Code() int }
-	return errors.As(err, &se) && se.Code()&0xff == sqliteBusy
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }
-
-const sqliteBusy = 5 // SQLITE_BUSY
 
 func (j *Journal) migrate(ctx context.Context) error {
 	if _, err := j.wconn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {

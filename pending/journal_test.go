@@ -336,3 +336,35 @@ func TestListOrderAndKeysetPaging(t *testing.T) {
 		t.Fatalf("newest first: got %d", newest[0].ID)
 	}
 }
+
+// isBusy must recognise the driver's real "database is locked", or the WAL
+// switch on a new journal fails at once instead of waiting its turn.
+func TestIsBusyKnowsSQLiteBusy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "locked.db")
+	holder, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	ctx := context.Background()
+	conn, err := holder.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN EXCLUSIVE"); err != nil {
+		t.Fatal(err)
+	}
+	other, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	_, err = other.ExecContext(ctx, "CREATE TABLE t (x)")
+	if err == nil || !isBusy(err) {
+		t.Fatalf("a write under another connection's exclusive lock: want SQLITE_BUSY, got %v", err)
+	}
+	if isBusy(errors.New("database is locked")) || isBusy(ErrNotJournal) {
+		t.Fatal("isBusy said busy for an error that is not SQLite's")
+	}
+}
