@@ -409,6 +409,11 @@ func (w *tapWriter) send(c *wireCall, id string, line []byte) (*wireReq, error) 
 	t.mu.Unlock()
 
 	n, err := w.w.Write(line)
+	if err == nil && n < len(line) {
+		// A Writer must say why it stopped short; one that does not would
+		// otherwise leave a call with no request and no error to end it.
+		err = io.ErrShortWrite
+	}
 	if err != nil {
 		w.broken()
 	}

@@ -54,11 +54,19 @@ func TestResultJSONFallsBackToFullDecode(t *testing.T) {
 
 // pipeEnd is a child's stdin that takes at most max bytes per write (all
 // when max < 0), then fails.
-type pipeEnd struct{ max int }
+// pipeEnd takes at most max bytes (all when max < 0) and then fails, or,
+// with silent, stops short without an error, as no Writer should.
+type pipeEnd struct {
+	max    int
+	silent bool
+}
 
 func (p pipeEnd) Write(b []byte) (int, error) {
 	if p.max < 0 {
 		return len(b), nil
+	}
+	if p.silent {
+		return min(p.max, len(b)), nil
 	}
 	return min(p.max, len(b)), errors.New("broken pipe")
 }
@@ -73,13 +81,20 @@ func TestSendTracksWhatReachedThePipe(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		max     int
+		silent  bool
 		written bool
 		err     bool
-	}{{"whole", -1, true, false}, {"nothing", 0, false, true}, {"in part", 5, true, true}} {
+	}{
+		{"whole", -1, false, true, false},
+		{"nothing", 0, false, false, true},
+		{"in part", 5, false, true, true},
+		{"nothing, no error said", 0, true, false, true},
+		{"in part, no error said", 5, true, true, true},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tp := newTap(1, newLateQueue())
 			broken := false
-			w := &tapWriter{t: tp, w: pipeEnd{tc.max}, broken: func() { broken = true }}
+			w := &tapWriter{t: tp, w: pipeEnd{tc.max, tc.silent}, broken: func() { broken = true }}
 			c := &wireCall{token: "p-1", cancel: func(error) {}}
 			tp.register(c)
 			r, err := w.send(c, `"p-1"`, line)
@@ -101,7 +116,7 @@ func TestSendTracksWhatReachedThePipe(t *testing.T) {
 // tools/call sent and one incoming response for it.
 func BenchmarkTapLine(b *testing.B) {
 	tp := newTap(1, newLateQueue())
-	w := &tapWriter{t: tp, w: pipeEnd{-1}, broken: func() {}}
+	w := &tapWriter{t: tp, w: pipeEnd{max: -1}, broken: func() {}}
 	req := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.github.mcp-confirm/idempotency-key":"k","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"mcp-confirm","version":"dev"},"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":"mcp-confirm-abc-1"},"arguments":{"text":"hello"},"name":"echo"}}`)
 	resp := []byte(`{"jsonrpc":"2.0","id":1,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"fixture","version":"1.2.3"}},"content":[{"type":"text","text":"echo"}],"resultType":"complete","structuredContent":{"args":{"text":"hello"},"has_token":true,"meta_key":"k"}}}`)
 	b.ReportAllocs()
@@ -147,7 +162,7 @@ func TestTapReaderTakesOnlyOurAnswers(t *testing.T) {
 	c := &wireCall{token: "mcp-confirm-abc-1", cancel: func(error) {}}
 	tp.register(c)
 	req := `{"jsonrpc":"2.0","id":"mcp-confirm-abc-1","method":"tools/call","params":{"name":"x","arguments":{},"_meta":{"progressToken":"mcp-confirm-abc-1"}}}` + "\n"
-	w := &tapWriter{t: tp, w: pipeEnd{-1}, broken: func() {}}
+	w := &tapWriter{t: tp, w: pipeEnd{max: -1}, broken: func() {}}
 	if _, err := w.send(c, `"mcp-confirm-abc-1"`, []byte(req)); err != nil {
 		t.Fatal(err)
 	}
