@@ -351,26 +351,6 @@ type message struct {
 	toolCall *toolCallParams
 }
 
-var markToolsCall = []byte(`"tools/call"`)
-
-// decodeToolCall reads a tools/call line in one pass, the hot path of a
-// proxy; ok is false for any other line, or one that does not decode so
-// (route then reads it the general way, and toolCall says what is wrong).
-func decodeToolCall(line []byte) (m message, ok bool) {
-	if !bytes.Contains(line, markToolsCall) {
-		return message{}, false
-	}
-	var tc struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params *toolCallParams `json:"params"`
-	}
-	if json.Unmarshal(line, &tc) != nil || tc.Method != string(mcp.MethodToolsCall) || tc.Params == nil {
-		return message{}, false
-	}
-	return message{ID: tc.ID, Method: tc.Method, toolCall: tc.Params}, true
-}
-
 // relayed are the methods answered by the downstream server as they are.
 var relayed = map[string]bool{
 	string(mcp.MethodResourcesList):                true,
