@@ -148,7 +148,7 @@ func (g *Guard) query(ctx context.Context, c pending.Call, o QueryOptions, opera
 	if err != nil {
 		return Result{}, err
 	}
-	res, err := g.read(ctx, tool.Name, args, nil, nil)
+	res, err := g.read(ctx, tool.Name, Request{Args: args})
 	if err != nil {
 		return res, err
 	}

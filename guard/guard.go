@@ -174,6 +174,10 @@ type Request struct {
 	// call is in flight or unknown (--new): the resend hold is skipped.
 	New        bool
 	OnProgress func(mcpclient.Progress)
+	// OnReadAnswer, for a read only, is given the server's answer as soon
+	// as it arrives (mcpclient.CallOptions.OnAnswer says how and when). A
+	// write's answer never goes this way: it is journaled first.
+	OnReadAnswer func(result json.RawMessage, rpcErr *mcpclient.RPCError)
 }
 
 // Result is what a guarded call came to.
@@ -210,7 +214,7 @@ func (g *Guard) Call(ctx context.Context, req Request) (Result, error) {
 	}
 	kind, src := g.Classify(tool)
 	if kind == pending.KindRead {
-		return g.read(ctx, tool.Name, req.Args, req.RawArgs, req.OnProgress)
+		return g.read(ctx, tool.Name, req)
 	}
 	if req.Args == nil {
 		if req.Args, err = decodeObject(req.RawArgs); err != nil {

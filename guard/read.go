@@ -16,7 +16,7 @@ import (
 //
 // With Options.ReadBudget set, all attempts and pauses end within it: a
 // proxy must answer its host before the host gives up on its own.
-func (g *Guard) read(ctx context.Context, tool string, args map[string]any, rawArgs json.RawMessage, onProgress func(mcpclient.Progress)) (Result, error) {
+func (g *Guard) read(ctx context.Context, tool string, req Request) (Result, error) {
 	timeout, attempts := g.opts.Policy.readSettings()
 	var deadline time.Time
 	if g.opts.ReadBudget > 0 {
@@ -46,7 +46,9 @@ func (g *Guard) read(ctx context.Context, tool string, args map[string]any, rawA
 				return Result{State: pending.StateFailed, Error: e}, nil
 			}
 		}
-		out = g.srv.Call(ctx, tool, args, mcpclient.CallOptions{RawArgs: rawArgs, IdleTimeout: perAttempt, MaxTotal: perAttempt, OnProgress: onProgress})
+		// One clock per attempt: progress does not extend a read.
+		out = g.srv.Call(ctx, tool, req.Args, mcpclient.CallOptions{RawArgs: req.RawArgs, MaxTotal: perAttempt,
+			OnProgress: req.OnProgress, OnAnswer: req.OnReadAnswer})
 		if out.Kind == mcpclient.OutcomeResult || out.Kind == mcpclient.OutcomeRPCError || ctx.Err() != nil {
 			break
 		}

@@ -32,6 +32,17 @@ type CallOptions struct {
 	// goroutine, coalesced to the latest when it is slow; never after Call
 	// returns.
 	OnProgress func(Progress)
+	// OnAnswer, when set, is given the server's answer the moment the
+	// session's reader sees it, on that goroutine, ahead of the caller's own
+	// goroutine waking up: a proxy passes a read's answer on from there. It
+	// gets only what Call will report: a tool result (valid JSON, not
+	// input_required) or a JSON-RPC error, each to a request not cancelled;
+	// it is never called once Call has returned, but it may still be running
+	// when a clock fires just as the answer comes and Call returns, so a
+	// caller that acts on both must let only one of them act. While it runs,
+	// the session reads nothing else from the server: it must not wait on
+	// anything but a write.
+	OnAnswer func(result json.RawMessage, rpcErr *RPCError)
 	// OnSent is called with the JSON-RPC id of each tools/call request
 	// written for this call (one call may send several); all of them before
 	// Call returns.
@@ -87,7 +98,7 @@ func (c *Client) callOn(ctx context.Context, s *session, tool string, args map[s
 
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	wc := &wireCall{token: token, key: o.Key, tool: tool, session: s.n, cancel: cancel}
+	wc := &wireCall{token: token, key: o.Key, tool: tool, session: s.n, cancel: cancel, onAnswer: o.OnAnswer}
 
 	var eventsDone chan struct{}
 	if o.OnSent != nil || o.OnProgress != nil {

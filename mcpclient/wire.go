@@ -39,6 +39,8 @@ type wireCall struct {
 	events  *callEvents // nil when the caller wants no callbacks
 	idle    *time.Timer // reset by progress; nil without an idle clock
 	idleFor time.Duration
+	// onAnswer is CallOptions.OnAnswer; it is never called after ended.
+	onAnswer func(json.RawMessage, *RPCError)
 }
 
 // wireReq is one tools/call request on the wire.
@@ -283,14 +285,31 @@ func (t *tap) incoming(line []byte) (ours bool) {
 	if !ok {
 		return false
 	}
+	r, pass, ours := t.record(id, line, result)
+	if r == nil {
+		return ours
+	}
+	// The caller's OnAnswer runs before toolsCall wakes, not under the lock:
+	// it writes to a pipe.
+	if pass != nil {
+		pass()
+	}
+	close(r.answered)
+	return true
+}
+
+// record keeps the response line of request id, if it is one of ours, and
+// returns that request, whose answered channel the caller must close, and
+// the call's OnAnswer bound to the answer when it is to be called.
+func (t *tap) record(id string, line []byte, result json.RawMessage) (_ *wireReq, pass func(), ours bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r := t.byID[id]
 	if r == nil {
-		return false
+		return nil, nil, false
 	}
 	if r.resp != nil {
-		return true // a second answer to one request: the first one stands
+		return nil, nil, true // a second answer to one request: the first one stands
 	}
 	// Once the session is gone every running call has been cancelled, and
 	// its stdin is about to close, which mcp-go servers treat as a cancel of
@@ -313,8 +332,15 @@ func (t *tap) incoming(line []byte) (ours bool) {
 		_ = json.Unmarshal(line, &full)
 		resp.result, resp.rpcErr, resp.checked = full.Result, full.Error, true
 	}
+	if c := r.call; c.onAnswer != nil && !c.ended && !resp.afterCancel {
+		// Validated here, before resp is shared: what toolsCall will accept.
+		if res := resp.resultJSON(); res != nil && checkToolResult(res) == nil {
+			pass = func() { c.onAnswer(res, nil) }
+		} else if res == nil && resp.rpcErr != nil {
+			pass = func() { c.onAnswer(nil, resp.rpcErr) }
+		}
+	}
 	r.resp = resp
-	close(r.answered)
 	if r.call.ended {
 		// The call already returned to its caller: this is a late answer.
 		delete(t.byID, id)
@@ -323,7 +349,7 @@ func (t *tap) incoming(line []byte) (ours bool) {
 			t.late.push(lateFrom(r))
 		}
 	}
-	return true
+	return r, pass, true
 }
 
 func lateFrom(r *wireReq) lateItem {

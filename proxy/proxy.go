@@ -75,11 +75,15 @@ type Proxy struct {
 	inflight   map[string]context.CancelFunc
 	stopping   bool // no new requests: Run is waiting for the last ones
 	requests   sync.WaitGroup
+	workers    *workers // run the handlers of those requests
 
 	toolsMu  sync.Mutex
 	toolsSig string // the downstream's tools as last registered (raw JSON)
-	bg       sync.WaitGroup
-	bgCtx    context.Context
+	// served names the tools registered, for toolCall: mcp-go's GetTool
+	// copies the whole tool, schemas and all, on every call.
+	served atomic.Pointer[map[string]bool]
+	bg     sync.WaitGroup
+	bgCtx  context.Context
 }
 
 // New prepares a proxy; nothing runs until Run.
@@ -88,7 +92,7 @@ func New(opts Options) *Proxy {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Proxy{opts: opts, log: log, inflight: map[string]context.CancelFunc{}}
+	p := &Proxy{opts: opts, log: log, inflight: map[string]context.CancelFunc{}, workers: newWorkers()}
 	policy := proxyPolicy(opts.Policy, opts.Timeout)
 	var gd *guard.Guard
 	p.client = mcpclient.New(opts.Server, mcpclient.Options{
@@ -187,6 +191,7 @@ func (p *Proxy) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	p.cancelAll()
 	err := <-listenDone
 	p.requests.Wait()
+	p.workers.stop() // track now refuses new requests, so none can follow
 	if readErr != nil && !errors.Is(readErr, io.EOF) {
 		return fmt.Errorf("read from the host: %w", readErr)
 	}
@@ -408,11 +413,11 @@ func (p *Proxy) route(ctx context.Context, line []byte) bool {
 	if !ok {
 		return false // shutting down: the host is gone
 	}
-	go func() {
+	p.workers.run(func() {
 		defer p.requests.Done()
 		defer done()
 		handle(rctx, m)
-	}()
+	})
 	// Run the handler now, on this thread, rather than leave it for another
 	// to be woken and steal it while this goroutine blocks reading the host:
 	// that wake-up was on the critical path of every call (measured with

@@ -62,6 +62,7 @@ func (p *Proxy) refreshTools(ctx context.Context) error {
 		return nil
 	}
 	var tools []server.ServerTool
+	served := map[string]bool{}
 	for _, raw := range raws {
 		t, err := toolFromRaw(raw)
 		if err != nil {
@@ -69,8 +70,10 @@ func (p *Proxy) refreshTools(ctx context.Context) error {
 			continue
 		}
 		tools = append(tools, server.ServerTool{Tool: t, Handler: unreachable})
+		served[t.Name] = true
 	}
 	srv.SetTools(tools...)
+	p.served.Store(&served)
 	p.toolsSig = string(sig)
 	p.log.Info("tools registered", "count", len(tools))
 	return nil
