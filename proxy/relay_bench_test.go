@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -65,4 +66,22 @@ func cpuTime(pid int) (ticks int64, ok bool) {
 		return 0, false
 	}
 	return u + k, true
+}
+
+// childOf is the one child process of pid (the server a relay or proxy
+// started), from /proc; ok is false when there is not exactly one.
+func childOf(pid int) (child int, ok bool) {
+	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
+	var kids []string
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err == nil {
+			kids = append(kids, strings.Fields(string(b))...)
+		}
+	}
+	if len(kids) != 1 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(kids[0])
+	return n, err == nil
 }
