@@ -66,7 +66,11 @@ func (p *Proxy) toolCall(ctx context.Context, m message) {
 	// comes (one goroutine hand-off less per read: BenchmarkReadThroughProxy),
 	// unless the host asked for progress, which must all come before the
 	// answer and goes through this goroutine. passed makes sure the host
-	// gets one answer, from there or from here.
+	// gets one answer, from there or from here. The cost: a host that
+	// stops reading its stdin stalls the server's reader on this write, and
+	// answers to other calls wait in the server's pipe meanwhile; a write
+	// among them can then time out and become unknown (never resent). A
+	// host that does not read gets no answers either way.
 	var passed atomic.Bool
 	var onAnswer func(json.RawMessage, *mcpclient.RPCError)
 	if onProgress == nil {
