@@ -36,12 +36,12 @@ type CallOptions struct {
 	// session's reader sees it, on that goroutine, ahead of the caller's own
 	// goroutine waking up: a proxy passes a read's answer on from there. It
 	// gets only what Call will report: a tool result (valid JSON, not
-	// input_required) or a JSON-RPC error, each to a request not cancelled;
-	// it is never called once Call has returned, but it may still be running
-	// when a clock fires just as the answer comes and Call returns, so a
-	// caller that acts on both must let only one of them act. While it runs,
-	// the session reads nothing else from the server: it must not wait on
-	// anything but a write.
+	// input_required) or a JSON-RPC error, each to a request not cancelled.
+	// It is decided while the call is running, but when a clock fires just as
+	// the answer comes it may run while, or just after, Call returns (with
+	// that same answer): a caller that acts on both must let only one of
+	// them act. While it runs, the session reads nothing else from the
+	// server: it must not wait on anything but a write.
 	OnAnswer func(result json.RawMessage, rpcErr *RPCError)
 	// OnSent is called with the JSON-RPC id of each tools/call request
 	// written for this call (one call may send several); all of them before

@@ -39,7 +39,8 @@ type wireCall struct {
 	events  *callEvents // nil when the caller wants no callbacks
 	idle    *time.Timer // reset by progress; nil without an idle clock
 	idleFor time.Duration
-	// onAnswer is CallOptions.OnAnswer; it is never called after ended.
+	// onAnswer is CallOptions.OnAnswer; it is not given an answer that
+	// comes after ended.
 	onAnswer func(json.RawMessage, *RPCError)
 }
 
@@ -333,11 +334,12 @@ func (t *tap) record(id string, line []byte, result json.RawMessage) (_ *wireReq
 		resp.result, resp.rpcErr, resp.checked = full.Result, full.Error, true
 	}
 	if c := r.call; c.onAnswer != nil && !c.ended && !resp.afterCancel {
-		// Validated here, before resp is shared: what toolsCall will accept.
-		if res := resp.resultJSON(); res != nil && checkToolResult(res) == nil {
-			pass = func() { c.onAnswer(res, nil) }
-		} else if res == nil && resp.rpcErr != nil {
+		// What toolsCall will make of it: an error object first (even beside
+		// a result), else a result validated here, before resp is shared.
+		if resp.rpcErr != nil {
 			pass = func() { c.onAnswer(nil, resp.rpcErr) }
+		} else if res := resp.resultJSON(); res != nil && checkToolResult(res) == nil {
+			pass = func() { c.onAnswer(res, nil) }
 		}
 	}
 	r.resp = resp

@@ -217,3 +217,55 @@ func TestAppendStringMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// OnAnswer is given what toolsCall will make of an answer: the error
+// object, or the result when it is usable, and nothing for input_required
+// or an unreadable answer.
+func TestOnAnswerGetsWhatToolsCallReports(t *testing.T) {
+	for _, tc := range []struct {
+		name, line, wantResult, wantErr string
+	}{
+		{"result", `{"jsonrpc":"2.0","id":"t-1","result":{"content":[]}}`, `{"content":[]}`, ""},
+		{"error", `{"jsonrpc":"2.0","id":"t-1","error":{"code":-32603,"message":"boom"}}`, "", "boom"},
+		// A line with both: toolsCall takes the error when the full decode
+		// finds it, and the result when mcp-go's layout slices the result
+		// out first (the members after it are then never read).
+		{"error and result", `{"jsonrpc":"2.0","id":"t-1","error":{"code":-32603,"message":"both"},"result":{"content":[]}}`, "", "both"},
+		{"result and error", `{"jsonrpc":"2.0","id":"t-1","result":{"content":[]},"error":{"code":-32603,"message":"both"}}`, `{"content":[]}`, ""},
+		{"input required", `{"jsonrpc":"2.0","id":"t-1","result":{"resultType":"input_required","inputRequests":{}}}`, "", ""},
+		{"neither", `{"jsonrpc":"2.0","id":"t-1"}`, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tp := newTap(1, newLateQueue())
+			var gotResult, gotErr string
+			calls := 0
+			c := &wireCall{token: "t-1", cancel: func(error) {}, onAnswer: func(res json.RawMessage, e *RPCError) {
+				calls++
+				gotResult = string(res)
+				if e != nil {
+					gotErr = e.Message
+				}
+			}}
+			tp.register(c)
+			w := &tapWriter{t: tp, w: pipeEnd{max: -1}, broken: func() {}}
+			if _, err := w.send(c, `"t-1"`, []byte("{}\n")); err != nil {
+				t.Fatal(err)
+			}
+			if !tp.incoming([]byte(tc.line)) {
+				t.Fatal("the answer was not taken as ours")
+			}
+			want := 0
+			if tc.wantResult != "" || tc.wantErr != "" {
+				want = 1
+			}
+			if calls != want || gotResult != tc.wantResult || gotErr != tc.wantErr {
+				t.Errorf("OnAnswer called %d times with result %q error %q; want %d, %q, %q", calls, gotResult, gotErr, want, tc.wantResult, tc.wantErr)
+			}
+			select {
+			case <-c.reqs[0].answered:
+			default:
+				t.Error("answered was not closed")
+			}
+		})
+	}
+}

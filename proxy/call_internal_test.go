@@ -86,6 +86,9 @@ func TestDecodeToolCall(t *testing.T) {
 		`"tools/call"`,
 		// Escapes and case variants are the general path's to read.
 		`{"jsonrpc":"2.0","id":7,"method":"tools\/call","params":{"name":"t"}}`,
+		// encoding/json merges repeated objects: the general path's too.
+		`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"r","arguments":{"a":1}},"params":{"name":"r"}}`,
+		`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"r","_meta":{"io.github.mcp-confirm/idempotency-key":"k"},"_meta":{}}}`,
 		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"n\u0061me":"t"}}`,
 		`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"caf\u00e9"}}`,
 		"{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"tools/call\",\"params\":{\"name\":\"\xff\"}}",

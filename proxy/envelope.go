@@ -20,7 +20,9 @@ import (
 // Keys are matched exactly, as JSON-RPC and MCP spell them (encoding/json
 // would also take "Method" for "method"). A key or a string value written
 // with escapes, or with bytes that are not UTF-8, is left to encoding/json:
-// decodeToolCall then says no and route reads the line the general way.
+// decodeToolCall then says no and route reads the line the general way, as
+// it does for a repeated "params" or "_meta" (encoding/json merges repeated
+// objects; a repeated scalar, the last one wins, is read the same here).
 
 var markToolsCall = []byte(`"tools/call"`)
 
@@ -43,6 +45,9 @@ func decodeToolCall(line []byte) (m message, ok bool) {
 			m.Method = s
 			return ok
 		case "params":
+			if params != nil {
+				return false // encoding/json would merge the two objects
+			}
 			params = value
 		}
 		return true
@@ -61,6 +66,9 @@ func decodeToolCall(line []byte) (m message, ok bool) {
 		case "arguments":
 			tc.Arguments = value
 		case "_meta":
+			if meta != nil {
+				return false // as for params
+			}
 			meta = value
 		}
 		return true
@@ -92,9 +100,9 @@ func decodeToolCall(line []byte) (m message, ok bool) {
 }
 
 // eachMember calls f with each key and raw value of obj, a well-formed JSON
-// object, in order (a repeated key is seen twice; the last one wins, as in
-// encoding/json). It stops and says false when f does, or at a key written
-// with escapes or bytes that are not UTF-8, or when obj is not an object.
+// object, in order (a repeated key is seen twice). It stops and says false
+// when f does, at a key written with escapes or bytes that are not UTF-8,
+// or when obj is not an object.
 func eachMember(obj []byte, f func(key, value []byte) bool) bool {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {

@@ -1,6 +1,9 @@
 package proxy
 
-import "sync/atomic"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // workers run the handlers of the host's requests on a few goroutines that
 // live on between requests, instead of a new goroutine per request. A new
@@ -12,6 +15,7 @@ import "sync/atomic"
 type workers struct {
 	jobs chan func() // unbuffered: a send succeeds only if a worker waits
 	quit chan struct{}
+	once sync.Once
 	idle atomic.Int32
 }
 
@@ -49,4 +53,4 @@ func (w *workers) work(job func()) {
 }
 
 // stop ends the waiting workers. No run may follow.
-func (w *workers) stop() { close(w.quit) }
+func (w *workers) stop() { w.once.Do(func() { close(w.quit) }) }
