@@ -269,34 +269,38 @@ func (t *tap) outgoing(p []byte) (undo func()) {
 // incoming is called with each complete line read from the child's stdout,
 // before mcp-go sees it. It reports whether the line was the answer to a
 // tools/call of ours: those are the tap's alone (toolsCall waits for them
-// here), and mcp-go, which did not send the request, never sees them.
-func (t *tap) incoming(line []byte) (ours bool) {
+// here), and mcp-go, which did not send the request, never sees them. An
+// answer that is news comes with deliver, which hands it to its call (the
+// caller's OnAnswer, then toolsCall): the caller runs it once the lines
+// before it have reached mcp-go, so that the server's order holds.
+func (t *tap) incoming(line []byte) (ours bool, deliver func()) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
-		return false
+		return false, nil
 	}
 	if line[0] != '{' {
 		t.noteNonJSON(line)
-		return false
+		return false, nil
 	}
 	if t.tracked.Load() == 0 {
-		return false
+		return false, nil
 	}
 	id, result, ok := parseResponse(line)
 	if !ok {
-		return false
+		return false, nil
 	}
 	r, pass, ours := t.record(id, line, result)
 	if r == nil {
-		return ours
+		return ours, nil
 	}
-	// The caller's OnAnswer runs before toolsCall wakes, not under the lock:
-	// it writes to a pipe.
-	if pass != nil {
-		pass()
+	return true, func() {
+		// The caller's OnAnswer runs before toolsCall wakes, not under the
+		// lock: it writes to a pipe.
+		if pass != nil {
+			pass()
+		}
+		close(r.answered)
 	}
-	close(r.answered)
-	return true
 }
 
 // record keeps the response line of request id, if it is one of ours, and
@@ -494,10 +498,19 @@ type tapReader struct {
 	long    bool   // inside an over-long line, passed through uninspected
 	err     error  // the child's stdout ended
 	eof     func()
+	// Answers read behind lines still on their way to mcp-go: delivered
+	// once mcp-go asks for more, by when it has handled all of those
+	// (it handles a notification before it reads the next line), so that a
+	// server's notification reaches the host before the answer after it.
+	held []func()
 }
 
 func (r *tapReader) Read(p []byte) (int, error) {
 	for r.off == len(r.out) {
+		for _, deliver := range r.held {
+			deliver()
+		}
+		r.held = r.held[:0]
 		if r.err != nil {
 			// mcp-go logs any error other than EOF as a failure; for us a
 			// closed or broken pipe is the normal end of a session.
@@ -525,6 +538,22 @@ func (r *tapReader) Read(p []byte) (int, error) {
 // queues for mcp-go those the tap does not take. A line without its end
 // waits in partial (up to maxLine), so that a whole line is either taken
 // or passed on.
+// take passes a complete line (with its newline) to mcp-go, or hands the
+// answer it is to its call: at once when nothing is waiting for mcp-go,
+// else after it.
+func (r *tapReader) take(line []byte) {
+	ours, deliver := r.t.incoming(line[:len(line)-1])
+	switch {
+	case !ours:
+		r.out = append(r.out, line...)
+	case deliver == nil:
+	case r.off < len(r.out) || len(r.held) > 0:
+		r.held = append(r.held, deliver)
+	default:
+		deliver()
+	}
+}
+
 func (r *tapReader) feed(b []byte) {
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\n')
@@ -548,14 +577,10 @@ func (r *tapReader) feed(b []byte) {
 			r.long = false
 		case len(r.partial) > 0:
 			r.partial = append(r.partial, line...)
-			if !r.t.incoming(r.partial[:len(r.partial)-1]) {
-				r.out = append(r.out, r.partial...)
-			}
+			r.take(r.partial)
 			r.partial = r.partial[:0]
 		default:
-			if !r.t.incoming(line[:len(line)-1]) {
-				r.out = append(r.out, line...)
-			}
+			r.take(line)
 		}
 	}
 }

@@ -1,9 +1,11 @@
 package mcpclient
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -126,7 +128,9 @@ func BenchmarkTapLine(b *testing.B) {
 		if _, err := w.send(c, "1", req); err != nil {
 			b.Fatal(err)
 		}
-		tp.incoming(resp)
+		if _, deliver := tp.incoming(resp); deliver != nil {
+			deliver()
+		}
 		if c.reqs[0].resp == nil {
 			b.Fatal("response not captured")
 		}
@@ -251,9 +255,11 @@ func TestOnAnswerGetsWhatToolsCallReports(t *testing.T) {
 			if _, err := w.send(c, `"t-1"`, []byte("{}\n")); err != nil {
 				t.Fatal(err)
 			}
-			if !tp.incoming([]byte(tc.line)) {
+			ours, deliver := tp.incoming([]byte(tc.line))
+			if !ours || deliver == nil {
 				t.Fatal("the answer was not taken as ours")
 			}
+			deliver()
 			want := 0
 			if tc.wantResult != "" || tc.wantErr != "" {
 				want = 1
@@ -267,5 +273,43 @@ func TestOnAnswerGetsWhatToolsCallReports(t *testing.T) {
 				t.Error("answered was not closed")
 			}
 		})
+	}
+}
+
+// A server's notification read in the same chunk as an answer, before it,
+// reaches mcp-go (which handles it before it reads on) before the answer
+// reaches its call.
+func TestAnswerWaitsForTheLinesBeforeIt(t *testing.T) {
+	tp := newTap(1, newLateQueue())
+	var events []string
+	c := &wireCall{token: "t-1", cancel: func(error) {}, onAnswer: func(json.RawMessage, *RPCError) {
+		events = append(events, "answer")
+	}}
+	tp.register(c)
+	w := &tapWriter{t: tp, w: pipeEnd{max: -1}, broken: func() {}}
+	if _, err := w.send(c, `"t-1"`, []byte("{}\n")); err != nil {
+		t.Fatal(err)
+	}
+	note := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}` + "\n"
+	ours := `{"jsonrpc":"2.0","id":"t-1","result":{"content":[]}}` + "\n"
+	r := &tapReader{t: tp, r: &chunks{parts: []string{note + ours}}, eof: func() {}}
+	br := bufio.NewReader(r) // as mcp-go reads: a line at a time
+	for {
+		line, err := br.ReadString('\n')
+		if line != "" {
+			events = append(events, "mcp-go: "+strings.TrimSpace(line)[:30])
+		}
+		if err != nil {
+			break
+		}
+	}
+	want := []string{"mcp-go: " + note[:30], "answer"}
+	if !reflect.DeepEqual(events, want) {
+		t.Errorf("events %q, want %q", events, want)
+	}
+	select {
+	case <-c.reqs[0].answered:
+	default:
+		t.Error("answered was not closed")
 	}
 }
