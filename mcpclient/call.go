@@ -32,9 +32,10 @@ type CallOptions struct {
 	// goroutine, coalesced to the latest when it is slow; never after Call
 	// returns.
 	OnProgress func(Progress)
-	// OnAnswer, when set, is given the server's answer the moment the
-	// session's reader sees it, on that goroutine, ahead of the caller's own
-	// goroutine waking up: a proxy passes a read's answer on from there. It
+	// OnAnswer, when set, is given the server's answer as soon as the
+	// session's reader has it (and has handled the server's lines before
+	// it), on that goroutine, ahead of the caller's own goroutine waking up:
+	// a proxy passes a read's answer on from there. It
 	// gets only what Call will report: a tool result (valid JSON, not
 	// input_required) or a JSON-RPC error, each to a request not cancelled.
 	// It is decided while the call is running, but when a clock fires just as
