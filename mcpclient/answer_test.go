@@ -36,10 +36,7 @@ func (a *answers) count() int {
 // gave up on it.
 func TestOnAnswer(t *testing.T) {
 	noLeak(t)
-	late := newLateSink()
-	opts := testOptions()
-	opts.OnLateResult = late.add
-	c := started(t, fixture(), opts)
+	c, late := startedWithLate(t, fixture())
 
 	var a answers
 	out := call(t, c, "echo", map[string]any{"text": "hi"}, mcpclient.CallOptions{OnAnswer: a.on})

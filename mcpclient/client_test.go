@@ -122,10 +122,7 @@ func TestRPCErrorIsDefinite(t *testing.T) {
 // late evidence, not as a failure.
 func TestIdleTimeoutCancelsAndStaysUnknown(t *testing.T) {
 	noLeak(t)
-	late := newLateSink()
-	opts := testOptions()
-	opts.OnLateResult = late.add
-	c := started(t, fixture(), opts)
+	c, late := startedWithLate(t, fixture())
 
 	out := call(t, c, "hang", nil, mcpclient.CallOptions{Key: "k-hang-0000000001", IdleTimeout: 300 * time.Millisecond})
 	if out.Kind != mcpclient.OutcomeUnknown || out.Reason != mcpclient.ReasonIdleTimeout {
@@ -223,10 +220,7 @@ func TestSlowProgressHandlerDoesNotStallSession(t *testing.T) {
 // delivered to OnLateResult with the call's key and wire id.
 func TestLateResultDelivered(t *testing.T) {
 	noLeak(t)
-	late := newLateSink()
-	opts := testOptions()
-	opts.OnLateResult = late.add
-	c := started(t, fixture(), opts)
+	c, late := startedWithLate(t, fixture())
 
 	out := call(t, c, "late", map[string]any{"delay_ms": 700}, mcpclient.CallOptions{Key: "k-late-0000000001", IdleTimeout: 200 * time.Millisecond})
 	if out.Kind != mcpclient.OutcomeUnknown || out.Reason != mcpclient.ReasonIdleTimeout {

@@ -51,10 +51,7 @@ func TestDemoServerLostResponse(t *testing.T) {
 	bin := buildDemo(t)
 	noLeak(t)
 	db := filepath.Join(t.TempDir(), "demo.db")
-	late := newLateSink()
-	opts := testOptions()
-	opts.OnLateResult = late.add
-	c := started(t, mcpclient.ServerSpec{Command: bin, Args: []string{"demo-server", "--db", db, "--hang-after-commit", "1"}}, opts)
+	c, late := startedWithLate(t, mcpclient.ServerSpec{Command: bin, Args: []string{"demo-server", "--db", db, "--hang-after-commit", "1"}})
 
 	info := c.ServerInfo()
 	if info.Name == "" || info.Protocol != mcp.LATEST_PROTOCOL_VERSION {

@@ -25,10 +25,7 @@ func TestLegacyEverythingServer(t *testing.T) {
 		Command: "node",
 		Args:    []string{filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"), "stdio"},
 	}
-	late := newLateSink()
-	opts := testOptions()
-	opts.OnLateResult = late.add
-	c := started(t, spec, opts)
+	c, _ := startedWithLate(t, spec)
 
 	info := c.ServerInfo()
 	if info.Protocol != mcp.LATEST_LEGACY_PROTOCOL_VERSION || info.Name == "" {

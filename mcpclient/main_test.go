@@ -94,6 +94,15 @@ func started(t *testing.T, spec mcpclient.ServerSpec, opts mcpclient.Options) *m
 	return c
 }
 
+// startedWithLate is started with the client's late results collected.
+func startedWithLate(t *testing.T, spec mcpclient.ServerSpec) (*mcpclient.Client, *lateSink) {
+	t.Helper()
+	late := newLateSink()
+	opts := testOptions()
+	opts.OnLateResult = late.add
+	return started(t, spec, opts), late
+}
+
 // hangGuard is the bound past which a call is taken to hang: far above any
 // timeout the tests set, so it never fires on a slow machine.
 const hangGuard = 15 * time.Second

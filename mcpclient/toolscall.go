@@ -41,12 +41,13 @@ var errInputRequired = errors.New("the server asked for more input (resultType i
 // best effort and must not hold up the caller.
 const cancelNotifyTimeout = 5 * time.Second
 
-// toolsCall writes the call's one tools/call request, whose id is also its
-// progress token (the call's token), and waits for the answer. It returns the result as the
-// server wrote it; a JSON-RPC error as a plain error (the tap has the error
-// object); a failed write or ctx's end (which is also how a lost session
-// ends a call, see tap.failAll) as a *transport.Error. When ctx ends after
-// the write, the server is sent notifications/cancelled.
+// toolsCall writes the call's one tools/call request, whose id and
+// progress token are both the call's token, and waits for the answer. It
+// returns the result as the server wrote it; a JSON-RPC error as a plain
+// error (the tap has the error object); a failed write or ctx's end (which
+// is also how a lost session ends a call, see tap.failAll) as a
+// *transport.Error. When ctx ends after the write, the server is sent
+// notifications/cancelled.
 func (s *session) toolsCall(ctx context.Context, wc *wireCall, args map[string]any, rawArgs json.RawMessage) (json.RawMessage, error) {
 	params, err := s.toolsCallParams(wc.token, wc.tool, args, rawArgs, wc.key)
 	if err != nil {
