@@ -44,6 +44,11 @@ type Options struct {
 	// but progress for this client's own calls. It runs on the session's
 	// read loop and must not block.
 	OnNotification func(session int, method string, params json.RawMessage)
+	// OnServerRequest answers the server's sampling/createMessage,
+	// elicitation/create and roots/list (which it sends only once
+	// DeclareCapabilities has declared them). Each runs on a goroutine of its
+	// own; ctx ends when the session does. Nil: mcp-go refuses them.
+	OnServerRequest func(ctx context.Context, r ServerRequest) (json.RawMessage, *RPCError)
 
 	StderrLines int       // stderr lines kept for error messages; default 20
 	Stderr      io.Writer // if set, receives the server's whole stderr; must not block
@@ -96,6 +101,7 @@ type Client struct {
 	tried    bool // a start was attempted
 	closed   bool
 	sessions map[*session]struct{} // not yet reaped
+	declared *declaration          // nil: declare nothing (DeclareCapabilities)
 }
 
 // New returns a client for spec; nothing runs until Start, Call or Tools.
@@ -141,6 +147,7 @@ func (c *Client) session(ctx context.Context) (*session, error) {
 	c.mu.Lock()
 	n := c.n + 1
 	c.starting, c.tried = true, true
+	decl := c.declared
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
@@ -149,7 +156,7 @@ func (c *Client) session(ctx context.Context) (*session, error) {
 	}()
 
 	c.opts.Logger.Debug("starting mcp server", "session", n, "command", c.spec.Command)
-	s, err := spawn(c.spec, n, c.tokenPrefix, &c.opts)
+	s, err := spawn(c.spec, n, c.tokenPrefix, &c.opts, decl)
 	if err != nil {
 		return nil, &StartError{Server: c.label, Session: n, Err: err}
 	}

@@ -38,6 +38,7 @@ type session struct {
 	late   *lateQueue
 	mc     *client.Client
 	info   ServerInfo
+	decl   *declaration // what the handshake declares beyond our own; may be nil
 	// The _meta members every request carries on a 2026-07-28 connection,
 	// set once by the handshake (setConnMeta); empty on a legacy one.
 	connMeta   []byte                     // as a JSON fragment, for tools/call
@@ -67,7 +68,7 @@ type session struct {
 }
 
 // spawn starts the child process; the handshake is separate.
-func spawn(spec ServerSpec, n int, tokenPrefix string, opts *Options) (*session, error) {
+func spawn(spec ServerSpec, n int, tokenPrefix string, opts *Options, decl *declaration) (*session, error) {
 	if spec.Command == "" {
 		return nil, errors.New("no server command")
 	}
@@ -101,7 +102,7 @@ func spawn(spec ServerSpec, n int, tokenPrefix string, opts *Options) (*session,
 	closeAll(inR, outW, errW)
 
 	s := &session{
-		n: n, opts: opts, cmd: cmd,
+		n: n, opts: opts, cmd: cmd, decl: decl,
 		stdin: inW, stdout: outR, stderr: errR,
 		tail:       newStderrTail(opts.StderrLines, opts.Stderr),
 		late:       newLateQueue(),
@@ -146,6 +147,12 @@ func spawn(spec ServerSpec, n int, tokenPrefix string, opts *Options) (*session,
 		<-s.done
 		return nil, fmt.Errorf("start mcp transport: %w", err)
 	}
+	if opts.OnServerRequest != nil {
+		// Replaces mcp-go's own handler, which Start installed.
+		if bt, ok := s.mc.GetTransport().(transport.BidirectionalInterface); ok {
+			bt.SetRequestHandler(s.serverRequest)
+		}
+	}
 	go s.monitor()
 	return s, nil
 }
@@ -166,6 +173,11 @@ func (s *session) handshake(ctx context.Context) error {
 
 	req := mcp.InitializeRequest{}
 	req.Params.ClientInfo = mcp.Implementation{Name: s.opts.ClientName, Version: s.opts.ClientVersion}
+	if s.decl != nil {
+		// The legacy version the last session spoke: straight to the
+		// initialize handshake that declares the capabilities.
+		req.Params.Capabilities, req.Params.ProtocolVersion = s.decl.caps, s.decl.version
+	}
 	res, err := s.mc.Initialize(ctx, req)
 	if err != nil {
 		return err

@@ -1,0 +1,130 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// A proxy's host may let servers ask it for things: an LLM completion
+// (sampling), an answer from its user (elicitation), its workspace roots.
+// A server asks only a client that declared it can answer, and on the
+// legacy protocol that is fixed by the handshake, so the proxy declares its
+// host's capabilities here (DeclareCapabilities) and answers the server's
+// requests with its host's answers (Options.OnServerRequest). Nothing of
+// this touches the journal: these requests change nothing on the server.
+
+// ServerRequest is a request the server sent to this client.
+type ServerRequest struct {
+	Session int
+	// ID is the request's id as JSON text, as the server's
+	// notifications/cancelled for it names it.
+	ID     string
+	Method string
+	// Params as mcp-go's transport decoded and re-encoded them: the same
+	// members and values, in another order.
+	Params json.RawMessage
+}
+
+// serverRequests are the requests passed to Options.OnServerRequest: those
+// a client's declared capabilities allow (sampling, elicitation, roots).
+var serverRequests = map[string]bool{
+	string(mcp.MethodSamplingCreateMessage): true,
+	string(mcp.MethodElicitationCreate):     true,
+	string(mcp.MethodListRoots):             true,
+}
+
+// declaration is what the handshake of a new session declares beyond
+// mcp-confirm's own (empty) capabilities.
+type declaration struct {
+	caps    mcp.ClientCapabilities
+	version string // the legacy protocol version the last session spoke
+}
+
+// DeclareCapabilities makes the server see the roots, sampling and
+// elicitation capabilities in caps (a proxy's host's), so that it offers
+// what it offers such a client and may send those requests, which
+// Options.OnServerRequest answers.
+//
+// Only a server on the legacy protocol is told: there the handshake fixes
+// the capabilities, so the running session is replaced by one whose
+// handshake declares them (it reports restarted). That is done only while
+// no call is open or awaiting a late answer; otherwise it refuses, and the
+// session keeps running as it was. A 2026-07-28 server asks for such things
+// inside a tool call's answer (input_required), which this client cannot
+// supply, so it is not told: a call would fail where it now works.
+func (c *Client) DeclareCapabilities(ctx context.Context, caps mcp.ClientCapabilities) (restarted bool, err error) {
+	caps = mcp.ClientCapabilities{Roots: caps.Roots, Sampling: caps.Sampling, Elicitation: caps.Elicitation}
+	if caps.Roots == nil && caps.Sampling == nil && caps.Elicitation == nil {
+		return false, nil
+	}
+	s, err := c.live()
+	if err != nil {
+		return false, err
+	}
+	if s == nil {
+		return false, fmt.Errorf("declare capabilities: no session is running")
+	}
+	if mcp.IsModernProtocol(s.info.Protocol) {
+		return false, nil
+	}
+	if !s.tap.closeIfIdle() {
+		return false, fmt.Errorf("declare capabilities: calls to the server are still open; it keeps its session")
+	}
+	c.mu.Lock()
+	c.declared = &declaration{caps: caps, version: s.info.Protocol}
+	c.mu.Unlock()
+	s.requestStop()
+	<-s.done
+	if _, err := c.session(ctx); err != nil {
+		return true, err
+	}
+	return true, nil
+}
+
+// serverRequest answers the server's requests to this client, on a
+// goroutine of mcp-go's transport per request; ctx ends with the session.
+func (s *session) serverRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	if req.Method == string(mcp.MethodPing) {
+		return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage(`{}`)), nil
+	}
+	if !serverRequests[req.Method] {
+		return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "mcp-confirm does not answer "+req.Method, nil), nil
+	}
+	id, _ := json.Marshal(req.ID)
+	var params json.RawMessage
+	if req.Params != nil {
+		var err error
+		if params, err = json.Marshal(req.Params); err != nil {
+			return transport.NewJSONRPCErrorResponse(req.ID, mcp.INVALID_PARAMS, "params: "+err.Error(), nil), nil
+		}
+	}
+	res, rpcErr := s.opts.OnServerRequest(ctx, ServerRequest{Session: s.n, ID: string(id), Method: req.Method, Params: params})
+	if rpcErr != nil {
+		resp := transport.NewJSONRPCErrorResponse(req.ID, rpcErr.Code, rpcErr.Message, nil)
+		if len(rpcErr.Data) > 0 {
+			resp.Error.Data = rpcErr.Data
+		}
+		return resp, nil
+	}
+	if len(res) == 0 {
+		res = json.RawMessage(`{}`)
+	}
+	return transport.NewJSONRPCResultResponse(req.ID, res), nil
+}
+
+// closeIfIdle ends the tap's taking of new calls, as failAll does, but only
+// when no call is registered and no answer is awaited: then nothing can be
+// lost by ending the session.
+func (t *tap) closeIfIdle() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.byToken) > 0 || len(t.byID) > 0 {
+		return false
+	}
+	t.gone = true
+	return true
+}
