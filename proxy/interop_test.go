@@ -43,8 +43,19 @@ type step map[string]any
 // tsHost runs the TypeScript SDK host against command args.
 func tsHost(t *testing.T, command string, args []string, steps ...step) tsRun {
 	t.Helper()
+	return tsHostWith(t, nil, command, args, steps...)
+}
+
+// tsHostWith runs it with more of the plan (capabilities, roots, elicited:
+// see ts-host.mjs).
+func tsHostWith(t *testing.T, extra map[string]any, command string, args []string, steps ...step) tsRun {
+	t.Helper()
 	dir := npmfixture.Dir(t)
-	plan, _ := json.Marshal(map[string]any{"command": command, "args": args, "steps": steps})
+	p := map[string]any{"command": command, "args": args, "steps": steps}
+	for k, v := range extra {
+		p[k] = v
+	}
+	plan, _ := json.Marshal(p)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", filepath.Join("testdata", "ts-host.mjs"), string(plan))

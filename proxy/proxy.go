@@ -67,7 +67,18 @@ type Proxy struct {
 	srv    atomic.Pointer[server.MCPServer] // set once Run has listed the tools
 	out    *lineWriter
 
-	upReady atomic.Bool // the upstream finished its handshake: notifications may go up
+	upReady     atomic.Bool   // the upstream finished its handshake: notifications may go up
+	upReadyCh   chan struct{} // closed with upReady set (markUpReady)
+	upReadyOnce sync.Once
+
+	// The host's capabilities, from its initialize (nil before, and for a
+	// 2026-07-28 host), and the server's requests the host is asked
+	// (upstream.go), by the proxy's id for each.
+	hostCaps  atomic.Pointer[mcp.ClientCapabilities]
+	declaring atomic.Bool // declareHost is restarting the server
+	upMu      sync.Mutex
+	upWait    map[string]*upRequest
+	upSeq     atomic.Uint64
 
 	// Requests the proxy answers itself (tools/call and relayed ones),
 	// by the host's id (JSON text), so that the host can cancel them.
@@ -92,7 +103,8 @@ func New(opts Options) *Proxy {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Proxy{opts: opts, log: log, inflight: map[string]context.CancelFunc{}, workers: newWorkers()}
+	p := &Proxy{opts: opts, log: log, inflight: map[string]context.CancelFunc{}, workers: newWorkers(),
+		upReadyCh: make(chan struct{}), upWait: map[string]*upRequest{}}
 	policy := proxyPolicy(opts.Policy, opts.Timeout)
 	var gd *guard.Guard
 	p.client = mcpclient.New(opts.Server, mcpclient.Options{
@@ -101,10 +113,11 @@ func New(opts Options) *Proxy {
 			log.Info("late answer from the MCP server", "tool", lr.Tool, "key", lr.Key, "session", lr.Session, "after_cancel", lr.AfterCancel)
 			gd.HandleLateResult(lr)
 		},
-		OnSession:      p.onSession,
-		OnNotification: p.fromDownstream,
-		Stderr:         opts.ServerStderr,
-		Logger:         log,
+		OnSession:       p.onSession,
+		OnNotification:  p.fromDownstream,
+		OnServerRequest: p.serverRequest,
+		Stderr:          opts.ServerStderr,
+		Logger:          log,
 	})
 	gd = guard.New(opts.Journal, p.client, guard.Options{
 		Policy: policy, ServerAlias: opts.Server.Name, WriteTimeout: opts.Timeout, Keys: opts.Keys, Logger: log,
@@ -235,7 +248,7 @@ func (p *Proxy) hooks() *server.Hooks {
 }
 
 func (p *Proxy) onSession(n int) {
-	if n > 1 {
+	if n > 1 && !p.declaring.Load() {
 		p.log.Warn("restarted the MCP server", "session", n)
 		// Its tools may have changed; listing them is not this call's job.
 		p.background(func(ctx context.Context) {
@@ -374,16 +387,23 @@ var relayed = map[string]bool{
 // mcp-go's server (handshake, ping, tools/list, anything unknown).
 func (p *Proxy) route(ctx context.Context, line []byte) bool {
 	m, ok := decodeToolCall(line)
-	if !ok && (json.Unmarshal(line, &m) != nil || m.Method == "") {
-		return true // a response to us, or garbage: mcp-go answers it
+	if !ok && json.Unmarshal(line, &m) != nil {
+		return true // garbage: mcp-go answers it
 	}
 	isRequest := len(m.ID) > 0 && string(m.ID) != "null"
 	switch {
+	case m.Method == "":
+		// A response: to a server's request the host was asked, or to
+		// mcp-go's server.
+		return !isRequest || !p.hostAnswered(m.ID, line)
+	case m.Method == string(mcp.MethodInitialize) && isRequest:
+		p.declareHost(ctx, m.Params)
+		return true
 	case m.Method == string(mcp.MethodNotificationCancelled):
 		p.cancelRequest(m.Params)
 		return false
 	case m.Method == "notifications/initialized":
-		p.upReady.Store(true)
+		p.markUpReady()
 		return true
 	case !isRequest:
 		if relayed[m.Method] {
@@ -395,7 +415,7 @@ func (p *Proxy) route(ctx context.Context, line []byte) bool {
 	if m.Method != string(mcp.MethodInitialize) {
 		// 2026-07-28 has no initialize: the first other request means the
 		// host is ready for notifications.
-		p.upReady.Store(true)
+		p.markUpReady()
 	}
 	var handle func(context.Context, message)
 	switch {
@@ -593,6 +613,10 @@ func withResultType(res json.RawMessage) json.RawMessage {
 // loop: it must not block for long. A tools/list_changed re-registers the
 // tools (mcp-go then tells the host); everything else goes up as it is.
 func (p *Proxy) fromDownstream(session int, method string, params json.RawMessage) {
+	if method == string(mcp.MethodNotificationCancelled) {
+		p.serverCancelled(session, params)
+		return
+	}
 	if method == string(mcp.MethodNotificationToolsListChanged) {
 		p.background(func(ctx context.Context) {
 			if err := p.refreshTools(ctx); err != nil {

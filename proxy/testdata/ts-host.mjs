@@ -12,7 +12,9 @@ import fs from 'node:fs';
 const require = createRequire(path.join(process.env.NPM_FIXTURE, 'package.json'));
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
-const { LoggingMessageNotificationSchema } = require('@modelcontextprotocol/sdk/types.js');
+const {
+  LoggingMessageNotificationSchema, CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema,
+} = require('@modelcontextprotocol/sdk/types.js');
 const sdkVersion = JSON.parse(fs.readFileSync(
   path.join(process.env.NPM_FIXTURE, 'node_modules', '@modelcontextprotocol', 'sdk', 'package.json'), 'utf8')).version;
 
@@ -23,9 +25,34 @@ const transport = new StdioClientTransport({
   env: { ...process.env, ...(plan.env ?? {}) },
   stderr: 'inherit',
 });
-const client = new Client({ name: 'ts-sdk-host', version: sdkVersion }, { capabilities: {} });
+const client = new Client({ name: 'ts-sdk-host', version: sdkVersion }, { capabilities: plan.capabilities ?? {} });
 const logs = [];
 client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => { logs.push(n.params); });
+
+// What a host with a model and a user answers the server's own requests,
+// for the capabilities the plan declares; each request is kept for the
+// 'serverRequests' step.
+const serverRequests = [];
+const caps = plan.capabilities ?? {};
+if (caps.sampling) {
+  client.setRequestHandler(CreateMessageRequestSchema, (req) => {
+    serverRequests.push({ method: req.method, params: req.params });
+    const asked = req.params.messages.map((m) => m.content?.text ?? '').join(' ');
+    return { model: 'ts-host-model', role: 'assistant', content: { type: 'text', text: `ts host sampled: ${asked}` } };
+  });
+}
+if (caps.elicitation) {
+  client.setRequestHandler(ElicitRequestSchema, (req) => {
+    serverRequests.push({ method: req.method, params: req.params });
+    return { action: 'accept', content: plan.elicited ?? {} };
+  });
+}
+if (caps.roots) {
+  client.setRequestHandler(ListRootsRequestSchema, (req) => {
+    serverRequests.push({ method: req.method, params: req.params ?? null });
+    return { roots: plan.roots ?? [] };
+  });
+}
 
 function errorOf(e) {
   return { code: e?.code ?? null, message: String(e?.message ?? e) };
@@ -45,6 +72,7 @@ async function step(s) {
       instructions: client.getInstructions() ?? null,
     };
     case 'logs': return { logs };
+    case 'serverRequests': return { serverRequests };
     case 'waitLog': {
       // Until the server's first log message arrives through the proxy;
       // the bound only turns a hang into a failure.
@@ -54,6 +82,18 @@ async function step(s) {
         await new Promise((r) => setTimeout(r, 50));
       }
       return { logs };
+    }
+    case 'callUntil': {
+      // Calls a tool until its text holds s.contains (a server that takes
+      // its host's roots after the handshake, asynchronously); the bound
+      // only turns a hang into a failure.
+      const deadline = Date.now() + 30000;
+      for (;;) {
+        const r = await client.callTool({ name: s.name, arguments: s.arguments ?? {} });
+        const text = (r.content ?? []).map((c) => c.text ?? '').join('\n');
+        if (text.includes(s.contains) || Date.now() > deadline) return r;
+        await new Promise((res) => setTimeout(res, 50));
+      }
     }
     case 'call': {
       const progress = [];

@@ -1,0 +1,134 @@
+package proxy_test
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/mcp-confirm/mcp-confirm/internal/npmfixture"
+	"github.com/mcp-confirm/mcp-confirm/pending"
+)
+
+// A host that can sample, elicit and show roots, as VS Code can.
+var capableHost = map[string]any{
+	"capabilities": map[string]any{"sampling": map[string]any{}, "elicitation": map[string]any{}, "roots": map[string]any{"listChanged": true}},
+	"roots":        []map[string]any{{"uri": "file:///ts-host/workspace", "name": "workspace"}},
+	"elicited":     map[string]any{"name": "Ada Lovelace", "check": true},
+}
+
+// In front of server-everything, a host with those capabilities sees what
+// it sees directly: the tools the server lists only to such a host, and the
+// server's own requests (roots once connected, then sampling and
+// elicitation inside tool calls), whose answers come back to the server.
+// The two tools that ask are writes, so they are journaled.
+func TestTSHostServerRequestsPassThrough(t *testing.T) {
+	everything := npmfixture.Bin(t, "mcp-server-everything")
+	journal := filepath.Join(t.TempDir(), "journal.db")
+	steps := []step{
+		{"op": "listTools"},
+		{"op": "call", "name": "trigger-sampling-request", "arguments": map[string]any{"prompt": "a haiku about journals", "maxTokens": 20}},
+		{"op": "call", "name": "trigger-elicitation-request", "arguments": map[string]any{}},
+		{"op": "call", "name": "get-roots-list", "arguments": map[string]any{}},
+		{"op": "serverRequests"},
+	}
+	direct := tsHostWith(t, capableHost, "node", []string{everything}, steps...)
+	proxied := tsHostWith(t, capableHost, bin, append(proxyArgs(journal, "--"), "node", everything), steps...)
+
+	dTools := toolsByName(t, direct, 0)
+	for _, name := range []string{"trigger-sampling-request", "trigger-elicitation-request", "get-roots-list"} {
+		if dTools[name] == nil {
+			t.Fatalf("server-everything does not list %s even directly: the fixture has changed", name)
+		}
+	}
+	sameTools(t, dTools, toolsByName(t, proxied, 0))
+
+	wants := []string{"ts host sampled: Resource trigger-sampling-request context: a haiku about journals",
+		"- Name: Ada Lovelace", "file:///ts-host/workspace"}
+	for i, want := range wants {
+		var d, p toolResult
+		direct.ok(t, i+1, &d)
+		proxied.ok(t, i+1, &p)
+		if !strings.Contains(d.text(), want) {
+			t.Fatalf("step %d directly: %q lacks %q: the fixture has changed", i+1, d.text(), want)
+		}
+		if p.IsError || !reflect.DeepEqual(d, p) {
+			t.Errorf("step %d (%s): direct and proxied answers differ\n direct: %+v\n  proxy: %+v", i+1, steps[i+1]["name"], d, p)
+		}
+	}
+
+	type asked struct {
+		ServerRequests []struct {
+			Method string         `json:"method"`
+			Params map[string]any `json:"params"`
+		} `json:"serverRequests"`
+	}
+	var dAsked, pAsked asked
+	direct.ok(t, 4, &dAsked)
+	proxied.ok(t, 4, &pAsked)
+	byMethod := func(a asked) map[string]map[string]any {
+		m := map[string]map[string]any{}
+		for _, r := range a.ServerRequests {
+			m[r.Method] = r.Params
+		}
+		return m
+	}
+	d, p := byMethod(dAsked), byMethod(pAsked)
+	for _, method := range []string{"roots/list", "sampling/createMessage", "elicitation/create"} {
+		if _, ok := p[method]; !ok {
+			t.Errorf("the host was not asked %s through the proxy; it was asked %v", method, p)
+		}
+	}
+	for method, params := range d {
+		delete(params, "_meta") // the server's progress token, per connection
+		delete(p[method], "_meta")
+		if !reflect.DeepEqual(params, p[method]) {
+			t.Errorf("%s params differ\n direct: %v\n  proxy: %v", method, params, p[method])
+		}
+	}
+
+	j := openJournal(t, journal)
+	got := map[string]pending.State{}
+	for _, c := range calls(t, j) {
+		got[c.Tool] = c.State
+		if c.Key == "" {
+			t.Errorf("call %d (%s) has no key", c.ID, c.Tool)
+		}
+	}
+	want := map[string]pending.State{"trigger-sampling-request": pending.StateSucceeded, "trigger-elicitation-request": pending.StateSucceeded}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("journal: %v, want %v (the read get-roots-list is not journaled)", got, want)
+	}
+}
+
+// server-filesystem serves the host's roots, not its command line's, when
+// the host can list roots: through the proxy too.
+func TestTSHostFilesystemServesTheHostsRoots(t *testing.T) {
+	fsBin := npmfixture.Bin(t, "mcp-server-filesystem")
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	cmdline, hostRoot := filepath.Join(dir, "cmdline"), filepath.Join(dir, "host-root")
+	for _, d := range []string{cmdline, hostRoot} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	host := map[string]any{
+		"capabilities": map[string]any{"roots": map[string]any{"listChanged": true}},
+		"roots":        []map[string]any{{"uri": "file://" + hostRoot, "name": "host root"}},
+	}
+	// The server takes the roots after its handshake, asynchronously.
+	steps := []step{{"op": "callUntil", "name": "list_allowed_directories", "arguments": map[string]any{}, "contains": hostRoot}}
+	journal := filepath.Join(dir, "journal.db")
+	direct := tsHostWith(t, host, "node", []string{fsBin, cmdline}, steps...)
+	proxied := tsHostWith(t, host, bin, append(proxyArgs(journal, "--"), "node", fsBin, cmdline), steps...)
+	var d, p toolResult
+	direct.ok(t, 0, &d)
+	proxied.ok(t, 0, &p)
+	if !strings.Contains(d.text(), hostRoot) {
+		t.Fatalf("directly, server-filesystem allows %q, not the host's root %s: the fixture has changed", d.text(), hostRoot)
+	}
+	if !reflect.DeepEqual(d, p) {
+		t.Errorf("allowed directories: direct %q, proxy %q", d.text(), p.text())
+	}
+}
