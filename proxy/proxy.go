@@ -390,13 +390,13 @@ func (p *Proxy) route(ctx context.Context, line []byte) bool {
 	if !ok && json.Unmarshal(line, &m) != nil {
 		return true // garbage: mcp-go answers it
 	}
-	isRequest := len(m.ID) > 0 && string(m.ID) != "null"
+	hasID := len(m.ID) > 0 && string(m.ID) != "null"
 	switch {
 	case m.Method == "":
 		// A response: to a server's request the host was asked, or to
 		// mcp-go's server.
-		return !isRequest || !p.hostAnswered(m.ID, line)
-	case m.Method == string(mcp.MethodInitialize) && isRequest:
+		return !hasID || !p.hostAnswered(m.ID, line)
+	case m.Method == string(mcp.MethodInitialize) && hasID:
 		p.declareHost(ctx, m.Params)
 		return true
 	case m.Method == string(mcp.MethodNotificationCancelled):
@@ -405,18 +405,16 @@ func (p *Proxy) route(ctx context.Context, line []byte) bool {
 	case m.Method == "notifications/initialized":
 		p.markUpReady()
 		return true
-	case !isRequest:
+	case !hasID:
 		if relayed[m.Method] {
 			p.notifyDown(ctx, m.Method, m.Params)
 			return false
 		}
 		return true
 	}
-	if m.Method != string(mcp.MethodInitialize) {
-		// 2026-07-28 has no initialize: the first other request means the
-		// host is ready for notifications.
-		p.markUpReady()
-	}
+	// 2026-07-28 has no initialize: the first other request means the host
+	// is ready for notifications.
+	p.markUpReady()
 	var handle func(context.Context, message)
 	switch {
 	case m.Method == string(mcp.MethodToolsCall):
