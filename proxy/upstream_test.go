@@ -132,3 +132,30 @@ func TestTSHostFilesystemServesTheHostsRoots(t *testing.T) {
 		t.Errorf("allowed directories: direct %q, proxy %q", d.text(), p.text())
 	}
 }
+
+// In front of a 2026-07-28 server (the demo), a capable host changes
+// nothing: the server is not told, and calls work as for any host.
+func TestTSHostCapableBeforeAModernServer(t *testing.T) {
+	dir := t.TempDir()
+	args := append(proxyArgs(filepath.Join(dir, "journal.db"), "--"), bin, "demo-server", "--db", filepath.Join(dir, "demo.db"))
+	run := tsHostWith(t, capableHost, bin, args,
+		step{"op": "listTools"},
+		step{"op": "call", "name": "get_budget", "arguments": map[string]any{"buyer": "alice"}},
+		step{"op": "serverRequests"},
+	)
+	if toolsByName(t, run, 0)["create_order"] == nil {
+		t.Fatal("the demo's tools are not listed")
+	}
+	var budget toolResult
+	run.ok(t, 1, &budget)
+	if budget.IsError || budget.text() == "" {
+		t.Fatalf("get_budget: %+v", budget)
+	}
+	var asked struct {
+		ServerRequests []any `json:"serverRequests"`
+	}
+	run.ok(t, 2, &asked)
+	if len(asked.ServerRequests) != 0 {
+		t.Errorf("the host was asked %v", asked.ServerRequests)
+	}
+}

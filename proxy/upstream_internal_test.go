@@ -1,0 +1,155 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/mcpclient"
+)
+
+// upstreamProxy is a Proxy with only what serverRequest needs, writing to
+// the host through a pipe whose lines the test reads off a channel.
+func upstreamProxy(t *testing.T, caps mcp.ClientCapabilities) (*Proxy, chan []byte) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	r, w := io.Pipe()
+	t.Cleanup(func() { _ = r.Close() })
+	p := &Proxy{log: slog.New(slog.DiscardHandler), out: &lineWriter{w: w}, bgCtx: ctx,
+		upReadyCh: make(chan struct{}), upWait: map[string]*upRequest{}}
+	p.hostCaps.Store(&caps)
+	lines := make(chan []byte, 16)
+	go func() {
+		br := bufio.NewReader(r)
+		for {
+			line, err := br.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			lines <- line
+		}
+	}()
+	return p, lines
+}
+
+type answered struct {
+	result json.RawMessage
+	err    *mcpclient.RPCError
+}
+
+func ask(p *Proxy, ctx context.Context, r mcpclient.ServerRequest) chan answered {
+	ch := make(chan answered, 1)
+	go func() {
+		res, err := p.serverRequest(ctx, r)
+		ch <- answered{res, err}
+	}()
+	return ch
+}
+
+func readLine(t *testing.T, lines chan []byte) map[string]json.RawMessage {
+	t.Helper()
+	var line []byte
+	select {
+	case line = <-lines:
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing written to the host")
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(line, &m); err != nil {
+		t.Fatalf("%s: %v", line, err)
+	}
+	return m
+}
+
+func waitAnswer(t *testing.T, ch chan answered) answered {
+	t.Helper()
+	select {
+	case a := <-ch:
+		return a
+	case <-time.After(10 * time.Second):
+		t.Fatal("serverRequest never returned")
+	}
+	return answered{}
+}
+
+// The host is asked under the proxy's own id (here once it is ready); its
+// answer goes back as it wrote it, and a second answer to the same id is
+// not the proxy's any more.
+func TestServerRequestGoesUpAndTakesTheHostsAnswer(t *testing.T) {
+	p, host := upstreamProxy(t, mcp.ClientCapabilities{Sampling: &mcp.SamplingCapability{}})
+	ch := ask(p, context.Background(), mcpclient.ServerRequest{Session: 1, ID: "0", Method: "sampling/createMessage", Params: json.RawMessage(`{"maxTokens":5}`)})
+	p.markUpReady()
+	req := readLine(t, host)
+	if string(req["method"]) != `"sampling/createMessage"` || string(req["params"]) != `{"maxTokens":5}` || string(req["id"]) == "0" {
+		t.Fatalf("request to the host: %v", req)
+	}
+	answer := []byte(`{"jsonrpc":"2.0","id":` + string(req["id"]) + `,"result":{"model":"m","role":"assistant","content":{"type":"text","text":"hi"}}}`)
+	if !p.hostAnswered(req["id"], answer) {
+		t.Fatal("the host's answer was not taken")
+	}
+	a := waitAnswer(t, ch)
+	if a.err != nil || string(a.result) != `{"model":"m","role":"assistant","content":{"type":"text","text":"hi"}}` {
+		t.Fatalf("answer to the server: %s %v", a.result, a.err)
+	}
+	if p.hostAnswered(req["id"], answer) {
+		t.Error("an answer to a request already answered was taken again")
+	}
+}
+
+// The server's cancel of its request goes up under the proxy's id and ends
+// the wait; a cancel naming another request is not passed up.
+func TestServerCancelGoesUpUnderTheProxysID(t *testing.T) {
+	p, host := upstreamProxy(t, mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}})
+	p.markUpReady()
+	ch := ask(p, context.Background(), mcpclient.ServerRequest{Session: 2, ID: "7", Method: "elicitation/create", Params: json.RawMessage(`{}`)})
+	req := readLine(t, host)
+	p.serverCancelled(1, json.RawMessage(`{"requestId":7}`)) // another session's request 7
+	p.serverCancelled(2, json.RawMessage(`{"requestId":8}`)) // not asked
+	p.serverCancelled(2, json.RawMessage(`{"requestId":7,"reason":"timed out"}`))
+	cancel := readLine(t, host)
+	var params struct {
+		RequestID json.RawMessage `json:"requestId"`
+		Reason    string          `json:"reason"`
+	}
+	_ = json.Unmarshal(cancel["params"], &params)
+	if string(cancel["method"]) != `"notifications/cancelled"` || string(params.RequestID) != string(req["id"]) || params.Reason != "timed out" {
+		t.Fatalf("cancel to the host: %v (params %s)", cancel, cancel["params"])
+	}
+	if a := waitAnswer(t, ch); a.err == nil {
+		t.Fatalf("a cancelled request was answered %s", a.result)
+	}
+}
+
+// A request the host did not declare it answers is refused without asking
+// it; one whose session ends while the host thinks is cancelled up.
+func TestServerRequestRefusedOrCancelledWithItsSession(t *testing.T) {
+	p, host := upstreamProxy(t, mcp.ClientCapabilities{Roots: &struct {
+		ListChanged bool `json:"listChanged,omitempty"`
+	}{}})
+	p.markUpReady()
+	res, err := p.serverRequest(context.Background(), mcpclient.ServerRequest{Session: 1, ID: "1", Method: "sampling/createMessage"})
+	if err == nil || err.Code != mcp.METHOD_NOT_FOUND {
+		t.Fatalf("sampling from a host that cannot: %s %v", res, err)
+	}
+	ctx, endSession := context.WithCancel(context.Background())
+	ch := ask(p, ctx, mcpclient.ServerRequest{Session: 1, ID: "2", Method: "roots/list"})
+	req := readLine(t, host)
+	if string(req["method"]) != `"roots/list"` {
+		t.Fatalf("request to the host: %v", req)
+	}
+	endSession()
+	cancel := readLine(t, host)
+	if string(cancel["method"]) != `"notifications/cancelled"` {
+		t.Fatalf("after the session ended the host got %v", cancel)
+	}
+	if a := waitAnswer(t, ch); a.err == nil {
+		t.Fatalf("answer after the session ended: %s", a.result)
+	}
+}
