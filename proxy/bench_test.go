@@ -91,16 +91,17 @@ type paths struct{ direct, relay, proxy path }
 func startPaths(b *testing.B, tg target) paths {
 	var ps paths
 	ps.direct.c, ps.direct.child = stdioClient(b, "", nil, tg.command, tg.args...)
-	// The other two hosts speak the protocol the direct one settled on.
-	// The proxy also offers 2026-07-28 in front of a legacy server, and
-	// mcp-go's client spends more per call on it: that would be the host's
-	// cost, not the proxy's (BENCH_HOST_NEWEST=1 measures it that way).
-	version := ps.direct.c.ProtocolVersion()
-	ps.relay.c, ps.relay.child = stdioClient(b, version, []string{relayEnv + "=1"}, os.Args[0], append([]string{tg.command}, tg.args...)...)
-	if os.Getenv("BENCH_HOST_NEWEST") != "" {
-		version = ""
+	ps.relay.c, ps.relay.child = stdioClient(b, "", []string{relayEnv + "=1"}, os.Args[0], append([]string{tg.command}, tg.args...)...)
+	ps.proxy.c, ps.proxy.child = stdioClient(b, "", benchProxyEnv, bin, append([]string{"proxy", "--db", filepath.Join(b.TempDir(), "journal.db"), "--", tg.command}, tg.args...)...)
+	// mcp-go's client spends more per call on 2026-07-28 than on the legacy
+	// protocol: the three hosts must have settled on the same one, or the
+	// difference would be the host's, not the path's. (The proxy gives a
+	// host the protocol the server speaks, so they do.)
+	for _, p := range []path{ps.relay, ps.proxy} {
+		if v, want := p.c.ProtocolVersion(), ps.direct.c.ProtocolVersion(); v != want {
+			b.Fatalf("a host negotiated %s, the direct one %s", v, want)
+		}
 	}
-	ps.proxy.c, ps.proxy.child = stdioClient(b, version, benchProxyEnv, bin, append([]string{"proxy", "--db", filepath.Join(b.TempDir(), "journal.db"), "--", tg.command}, tg.args...)...)
 	for _, p := range []path{ps.direct, ps.relay, ps.proxy} {
 		readOnce(b, p.c, tg) // warm up each path (tool lists, caches)
 	}

@@ -83,6 +83,12 @@ type host struct {
 
 func startProxy(t testing.TB, spec mcpclient.ServerSpec, set func(*proxy.Options)) *host {
 	t.Helper()
+	return startProxyFor(t, spec, set)
+}
+
+// startProxyFor is startProxy with options for the host's mcp-go client.
+func startProxyFor(t testing.TB, spec mcpclient.ServerSpec, set func(*proxy.Options), hostOpts ...client.ClientOption) *host {
+	t.Helper()
 	ctx := context.Background()
 	j, err := pending.Open(ctx, filepath.Join(t.TempDir(), "journal.db"), pending.Options{})
 	if err != nil {
@@ -110,7 +116,7 @@ func startProxy(t testing.TB, spec mcpclient.ServerSpec, set func(*proxy.Options
 		})
 	}()
 	h := &host{journal: j, logs: logs, notes: make(chan mcp.JSONRPCNotification, 1000)}
-	h.c = client.NewClient(transport.NewIO(downR, upW, nil))
+	h.c = client.NewClient(transport.NewIO(downR, upW, nil), hostOpts...)
 	t.Cleanup(func() {
 		_ = h.c.Close() // closes the proxy's stdin
 		if err := <-done; err != nil {

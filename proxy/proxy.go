@@ -399,6 +399,14 @@ func (p *Proxy) route(ctx context.Context, line []byte) bool {
 	case m.Method == string(mcp.MethodInitialize) && hasID:
 		p.declareHost(ctx, m.Params)
 		return true
+	case m.Method == string(mcp.MethodServerDiscover) && hasID && !mcp.IsModernProtocol(p.client.ServerInfo().Protocol):
+		// In front of a legacy server the host gets the legacy protocol, as
+		// it would from the server itself: a 2026-07-28 host then falls back
+		// to initialize, whose capabilities the server can be shown
+		// (declareHost), and spends on each call what it would directly.
+		p.write(response{JSONRPC: mcp.JSONRPC_VERSION, ID: m.ID, Error: &mcpclient.RPCError{
+			Code: mcp.METHOD_NOT_FOUND, Message: "Method not found"}})
+		return false
 	case m.Method == string(mcp.MethodNotificationCancelled):
 		p.cancelRequest(m.Params)
 		return false

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/guard"
@@ -218,16 +219,28 @@ func TestHostCancelIsForwarded(t *testing.T) {
 	})
 }
 
-// A host on the 2026-07-28 protocol (mcp-go's client) in front of a legacy
-// server (server-everything): resources, prompts and completions relayed,
-// with the per-request _meta of each side's own connection.
+// hostRoots is a host's roots handler: one folder.
+type hostRoots struct{}
+
+func (hostRoots) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	return &mcp.ListRootsResult{Roots: []mcp.Root{{URI: "file:///go-host/workspace", Name: "workspace"}}}, nil
+}
+
+// A host that prefers 2026-07-28 (mcp-go's client) in front of a legacy
+// server (server-everything) gets the legacy protocol, as it would from the
+// server itself, and so its roots capability reaches the server, which asks
+// for the host's roots. Resources, prompts and completions are relayed.
 func TestModernHostLegacyServerRelay(t *testing.T) {
 	everything := npmfixture.Bin(t, "mcp-server-everything")
-	h := startProxy(t, mcpclient.ServerSpec{Command: "node", Args: []string{everything}}, nil)
+	h := startProxyFor(t, mcpclient.ServerSpec{Command: "node", Args: []string{everything}}, nil, client.WithRootsHandler(hostRoots{}))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if v := h.c.ProtocolVersion(); !mcp.IsModernProtocol(v) {
-		t.Fatalf("the host negotiated %s with the proxy, want 2026-07-28 or later", v)
+	if v := h.c.ProtocolVersion(); v != mcp.LATEST_LEGACY_PROTOCOL_VERSION {
+		t.Fatalf("the host negotiated %s with the proxy, want the server's own %s", v, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+	}
+	roots, err := h.call(ctx, "get-roots-list", map[string]any{})
+	if err != nil || roots.IsError || !strings.Contains(text(roots), "file:///go-host/workspace") {
+		t.Fatalf("get-roots-list: %v %q", err, text(roots))
 	}
 	res, err := h.c.ListResources(ctx, mcp.ListResourcesRequest{})
 	if err != nil || len(res.Resources) == 0 {
