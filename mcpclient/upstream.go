@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -61,21 +62,34 @@ func (c *Client) DeclareCapabilities(ctx context.Context, caps mcp.ClientCapabil
 	if caps.Roots == nil && caps.Sampling == nil && caps.Elicitation == nil {
 		return false, nil
 	}
-	s, err := c.live()
-	if err != nil {
-		return false, err
+	c.mu.Lock()
+	s, closed, declared := c.cur, c.closed, c.declared
+	c.mu.Unlock()
+	switch {
+	case closed:
+		return false, ErrClosed
+	case s == nil:
+		return false, fmt.Errorf("declare capabilities: the server has not been started")
+	case mcp.IsModernProtocol(s.info.Protocol):
+		return false, nil
+	case declared != nil && reflect.DeepEqual(declared.caps, caps):
+		return false, nil // declared already
 	}
-	if s == nil {
-		return false, fmt.Errorf("declare capabilities: no session is running")
-	}
-	if mcp.IsModernProtocol(s.info.Protocol) {
+	decl := &declaration{caps: caps, version: s.info.Protocol}
+	if !s.alive() {
+		// The next session, started by the next call, declares them.
+		c.mu.Lock()
+		c.declared = decl
+		c.mu.Unlock()
 		return false, nil
 	}
 	if !s.tap.closeIfIdle() {
 		return false, fmt.Errorf("declare capabilities: calls to the server are still open; it keeps its session")
 	}
+	// From here a Call finds the tap closed, waits for the session to end
+	// (lostError) and goes to the next one, which declares them.
 	c.mu.Lock()
-	c.declared = &declaration{caps: caps, version: s.info.Protocol}
+	c.declared = decl
 	c.mu.Unlock()
 	s.requestStop()
 	<-s.done
@@ -117,8 +131,9 @@ func (s *session) serverRequest(ctx context.Context, req transport.JSONRPCReques
 }
 
 // closeIfIdle ends the tap's taking of new calls, as failAll does, but only
-// when no call is registered and no answer is awaited: then nothing can be
-// lost by ending the session.
+// when no call is registered and no answer is awaited: then ending the
+// session cuts no call short. A call that comes after is not sent on this
+// session (Call sends it on the next).
 func (t *tap) closeIfIdle() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -185,3 +185,71 @@ func TestDeclareCapabilitiesLeavesAModernServerAlone(t *testing.T) {
 		t.Fatalf("DeclareCapabilities on a 2026-07-28 server = %v, %v, session %d; want nothing done", restarted, err, c.Session())
 	}
 }
+
+// Calls keep coming while the session is replaced to declare capabilities:
+// each is answered, on one session or the next; none is cut short (unknown)
+// or refused (not sent).
+func TestDeclareCapabilitiesWhileCallsComeAndGo(t *testing.T) {
+	dir := npmfixture.Dir(t)
+	noLeak(t)
+	spec := mcpclient.ServerSpec{
+		Name:    "everything",
+		Command: "node",
+		Args:    []string{filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"), "stdio"},
+	}
+	c := started(t, spec, testOptions())
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var bad []mcpclient.Outcome
+	calls := 0
+	for g := 0; g < 3; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				out := c.Call(context.Background(), "echo", map[string]any{"message": "x"}, mcpclient.CallOptions{MaxTotal: hangGuard})
+				mu.Lock()
+				calls++
+				if out.Kind != mcpclient.OutcomeResult {
+					bad = append(bad, out)
+				}
+				mu.Unlock()
+				time.Sleep(time.Duration(i%3) * time.Millisecond) // gaps, so the session is idle now and then
+			}
+		}()
+	}
+	sampling := mcp.ClientCapabilities{Sampling: &mcp.SamplingCapability{}}
+	elicitation := mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}}
+	restarts, refusals := 0, 0
+	deadline := time.Now().Add(hangGuard)
+	for restarts < 3 && time.Now().Before(deadline) {
+		caps := sampling
+		if restarts%2 == 1 {
+			caps = elicitation
+		}
+		restarted, err := c.DeclareCapabilities(context.Background(), caps)
+		switch {
+		case restarted && err == nil:
+			restarts++
+		case err != nil && strings.Contains(err.Error(), "still open"):
+			refusals++
+		default:
+			t.Fatalf("DeclareCapabilities = %v, %v", restarted, err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("%d calls, %d restarts, %d refusals (a call was open)", calls, restarts, refusals)
+	if restarts < 3 {
+		t.Fatalf("only %d restarts in %v", restarts, hangGuard)
+	}
+	for _, out := range bad {
+		t.Errorf("a call during the restarts ended %v: %v", out.Kind, out.Err)
+	}
+}

@@ -617,7 +617,9 @@ func withResultType(res json.RawMessage) json.RawMessage {
 
 // fromDownstream receives the server's notifications on the session's read
 // loop: it must not block for long. A tools/list_changed re-registers the
-// tools (mcp-go then tells the host); everything else goes up as it is.
+// tools (mcp-go then tells the host); a cancel of the server's own request
+// goes up under the proxy's id for it, or not at all (serverCancelled);
+// everything else goes up as it is.
 func (p *Proxy) fromDownstream(session int, method string, params json.RawMessage) {
 	if method == string(mcp.MethodNotificationCancelled) {
 		p.serverCancelled(session, params)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -21,16 +22,29 @@ import (
 // and its clock keeps running while the host answers.
 
 // upRequest is a request of the server's waiting for the host's answer.
+// written and ended are guarded by Proxy.upMu.
 type upRequest struct {
 	session  int
 	serverID string // the server's id for it (JSON text)
 	answer   chan hostAnswer
+	written  bool // the host has been asked
+	ended    bool // cancelled by the server: the host is not to be asked
 }
 
 type hostAnswer struct {
 	result json.RawMessage
 	err    *mcpclient.RPCError
 }
+
+// upIDPrefix starts the ids of the proxy's own requests to the host.
+const upIDPrefix = `"mcp-confirm-up-`
+
+// declareWait bounds how long the host's initialize waits for the tools
+// of the server restarted to declare its capabilities. A server may ask
+// the host something while it lists them (its roots, say), and the host
+// can answer only once its initialize is answered: then the tools come
+// later, with tools/list_changed.
+const declareWait = 2 * time.Second
 
 // capabilityOf names the host capability each server request needs.
 func capabilityOf(caps *mcp.ClientCapabilities, method string) bool {
@@ -62,6 +76,9 @@ func (p *Proxy) declareHost(ctx context.Context, params json.RawMessage) {
 	if json.Unmarshal(params, &ip) != nil {
 		return
 	}
+	if p.upReady.Load() {
+		return // a second initialize: the server was told at the first
+	}
 	p.hostCaps.Store(&ip.Capabilities)
 	p.declaring.Store(true)
 	restarted, err := p.client.DeclareCapabilities(ctx, ip.Capabilities)
@@ -73,8 +90,20 @@ func (p *Proxy) declareHost(ctx context.Context, params json.RawMessage) {
 		return
 	}
 	p.log.Info("restarted the MCP server to declare the host's capabilities", "session", p.client.Session())
-	if err := p.refreshTools(ctx); err != nil {
-		p.log.Warn("list tools after declaring the host's capabilities", "err", err)
+	listed := make(chan struct{})
+	p.background(func(ctx context.Context) {
+		defer close(listed)
+		if err := p.refreshTools(ctx); err != nil {
+			p.log.Warn("list tools after declaring the host's capabilities", "err", err)
+		}
+	})
+	t := time.NewTimer(declareWait)
+	defer t.Stop()
+	select {
+	case <-listed:
+	case <-t.C:
+		p.log.Info("the MCP server is still listing its tools; the host hears of them when it is done")
+	case <-ctx.Done():
 	}
 }
 
@@ -86,16 +115,7 @@ func (p *Proxy) serverRequest(ctx context.Context, r mcpclient.ServerRequest) (j
 		return nil, &mcpclient.RPCError{Code: mcp.METHOD_NOT_FOUND, Message: "the host behind mcp-confirm did not declare it answers " + r.Method}
 	}
 	stop := p.bgCtx.Done()
-	// A server may ask as soon as its own handshake is done, which comes
-	// before the host's (declareHost).
-	select {
-	case <-p.upReadyCh:
-	case <-ctx.Done():
-		return nil, sessionEnded()
-	case <-stop:
-		return nil, sessionEnded()
-	}
-	id := strconv.AppendQuote(nil, "mcp-confirm-up-"+strconv.FormatUint(p.upSeq.Add(1), 10))
+	id := strconv.AppendQuote(nil, upIDPrefix[1:]+strconv.FormatUint(p.upSeq.Add(1), 10))
 	req := &upRequest{session: r.Session, serverID: r.ID, answer: make(chan hostAnswer, 1)}
 	p.upMu.Lock()
 	p.upWait[string(id)] = req
@@ -105,13 +125,36 @@ func (p *Proxy) serverRequest(ctx context.Context, r mcpclient.ServerRequest) (j
 		delete(p.upWait, string(id))
 		p.upMu.Unlock()
 	}()
-	p.write(upRequestLine{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: r.Method, Params: r.Params})
+	// A server may ask as soon as its own handshake is done, which comes
+	// before the host's (declareHost). Registered already, so that the
+	// server's cancel meanwhile is not lost.
+	select {
+	case <-p.upReadyCh:
+	case a := <-req.answer:
+		return a.result, a.err // cancelled before the host was asked
+	case <-ctx.Done():
+		return nil, sessionEnded()
+	case <-stop:
+		return nil, sessionEnded()
+	}
+	// Written under upMu, so that a cancel for it cannot go up before it.
+	p.upMu.Lock()
+	if !req.ended {
+		p.write(upRequestLine{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: r.Method, Params: r.Params})
+		req.written = true
+	}
+	p.upMu.Unlock()
 	select {
 	case a := <-req.answer:
 		return a.result, a.err
 	case <-ctx.Done():
 		// The server is gone: the host need not go on.
-		p.cancelUp(id, "the MCP server's session ended")
+		p.upMu.Lock()
+		if req.written && !req.ended {
+			req.ended = true
+			p.cancelUp(id, "the MCP server's session ended")
+		}
+		p.upMu.Unlock()
 		return nil, sessionEnded()
 	case <-stop:
 		return nil, sessionEnded()
@@ -130,20 +173,27 @@ func sessionEnded() *mcpclient.RPCError {
 }
 
 // hostAnswered takes the host's answer to a request of the server's; false
-// when id names none (an answer to mcp-go's server, which it then gets).
+// when id names none of the proxy's requests (an answer to mcp-go's server,
+// which it then gets). A late answer, to a request the server has since
+// cancelled or whose session ended, is dropped: mcp-go would answer it as
+// if it were a request.
 func (p *Proxy) hostAnswered(id json.RawMessage, line []byte) bool {
+	id = bytes.TrimSpace(id)
 	p.upMu.Lock()
-	req := p.upWait[string(bytes.TrimSpace(id))]
+	req := p.upWait[string(id)]
 	p.upMu.Unlock()
 	if req == nil {
-		return false
+		return bytes.HasPrefix(id, []byte(upIDPrefix))
 	}
 	var a struct {
 		Result json.RawMessage     `json:"result"`
 		Error  *mcpclient.RPCError `json:"error"`
 	}
-	if json.Unmarshal(line, &a) != nil || (a.Error == nil && len(a.Result) == 0) {
+	if json.Unmarshal(line, &a) != nil || (a.Error == nil && isNull(a.Result)) {
 		a.Error = &mcpclient.RPCError{Code: mcp.INTERNAL_ERROR, Message: "mcp-confirm proxy: the host's answer was neither a result nor an error"}
+	}
+	if a.Error != nil {
+		a.Result = nil
 	}
 	select {
 	case req.answer <- hostAnswer{result: a.Result, err: a.Error}:
@@ -158,29 +208,33 @@ func (p *Proxy) hostAnswered(id json.RawMessage, line []byte) bool {
 // dropped: the host never saw that id.
 func (p *Proxy) serverCancelled(session int, params json.RawMessage) {
 	var c struct {
-		RequestID json.RawMessage `json:"requestId"`
-		Reason    string          `json:"reason"`
+		RequestID mcp.RequestId `json:"requestId"`
+		Reason    string        `json:"reason"`
 	}
-	if json.Unmarshal(params, &c) != nil {
+	if json.Unmarshal(params, &c) != nil || c.RequestID.IsNil() {
 		return
 	}
-	serverID := string(bytes.TrimSpace(c.RequestID))
+	// The id as mcpclient wrote it in ServerRequest.ID.
+	raw, err := json.Marshal(c.RequestID)
+	if err != nil {
+		return
+	}
+	serverID := string(raw)
 	p.upMu.Lock()
-	var id string
-	var req *upRequest
-	for k, r := range p.upWait {
-		if r.session == session && r.serverID == serverID {
-			id, req = k, r
+	defer p.upMu.Unlock()
+	for id, req := range p.upWait {
+		if req.session != session || req.serverID != serverID || req.ended {
+			continue
 		}
-	}
-	p.upMu.Unlock()
-	if req == nil {
+		req.ended = true
+		if req.written {
+			p.cancelUp(json.RawMessage(id), c.Reason)
+		}
+		select {
+		case req.answer <- hostAnswer{err: &mcpclient.RPCError{Code: mcp.INTERNAL_ERROR, Message: "cancelled by the MCP server"}}:
+		default:
+		}
 		return
-	}
-	p.cancelUp(json.RawMessage(id), c.Reason)
-	select {
-	case req.answer <- hostAnswer{err: &mcpclient.RPCError{Code: mcp.INTERNAL_ERROR, Message: "cancelled by the MCP server"}}:
-	default:
 	}
 }
 

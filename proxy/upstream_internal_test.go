@@ -79,13 +79,23 @@ func waitAnswer(t *testing.T, ch chan answered) answered {
 	return answered{}
 }
 
-// The host is asked under the proxy's own id (here once it is ready); its
-// answer goes back as it wrote it, and a second answer to the same id is
-// not the proxy's any more.
+// The host is asked only once it is ready, under the proxy's own id; its
+// answer goes back as it wrote it. A request the server cancels before then
+// is never put to the host. Once answered, an id is not pending any more,
+// and a second answer to it is dropped rather than handed to mcp-go.
 func TestServerRequestGoesUpAndTakesTheHostsAnswer(t *testing.T) {
 	p, host := upstreamProxy(t, mcp.ClientCapabilities{Sampling: &mcp.SamplingCapability{}})
+	early := ask(p, context.Background(), mcpclient.ServerRequest{Session: 1, ID: `"early"`, Method: "sampling/createMessage"})
+	waitPending(t, p, 1)
+	p.serverCancelled(1, json.RawMessage(`{"requestId":"early"}`))
+	if a := waitAnswer(t, early); a.err == nil {
+		t.Fatalf("a request cancelled before the host was ready was answered %s", a.result)
+	}
 	ch := ask(p, context.Background(), mcpclient.ServerRequest{Session: 1, ID: "0", Method: "sampling/createMessage", Params: json.RawMessage(`{"maxTokens":5}`)})
+	waitPending(t, p, 1)
 	p.markUpReady()
+	// The first line the host gets is the second request: the cancelled
+	// one was never written, nor its cancel.
 	req := readLine(t, host)
 	if string(req["method"]) != `"sampling/createMessage"` || string(req["params"]) != `{"maxTokens":5}` || string(req["id"]) == "0" {
 		t.Fatalf("request to the host: %v", req)
@@ -98,8 +108,52 @@ func TestServerRequestGoesUpAndTakesTheHostsAnswer(t *testing.T) {
 	if a.err != nil || string(a.result) != `{"model":"m","role":"assistant","content":{"type":"text","text":"hi"}}` {
 		t.Fatalf("answer to the server: %s %v", a.result, a.err)
 	}
-	if p.hostAnswered(req["id"], answer) {
-		t.Error("an answer to a request already answered was taken again")
+	waitPending(t, p, 0)
+	if !p.hostAnswered(req["id"], answer) {
+		t.Error("a late answer to the proxy's id was handed to mcp-go, which would answer it as a request")
+	}
+	if p.hostAnswered(json.RawMessage(`"host-own-1"`), answer) {
+		t.Error("an answer to an id not the proxy's was kept from mcp-go")
+	}
+}
+
+// A host's error answer reaches the server as an error, data and all; a
+// null result is not an answer.
+func TestServerRequestHostErrors(t *testing.T) {
+	p, host := upstreamProxy(t, mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}})
+	p.markUpReady()
+	for _, c := range []struct {
+		answer string
+		code   int
+		data   string
+	}{
+		{`"error":{"code":-1,"message":"user declined","data":{"why":"busy"}}`, -1, `{"why":"busy"}`},
+		{`"result":null`, mcp.INTERNAL_ERROR, ""},
+	} {
+		ch := ask(p, context.Background(), mcpclient.ServerRequest{Session: 1, ID: "3", Method: "elicitation/create"})
+		req := readLine(t, host)
+		p.hostAnswered(req["id"], []byte(`{"jsonrpc":"2.0","id":`+string(req["id"])+`,`+c.answer+`}`))
+		a := waitAnswer(t, ch)
+		if a.err == nil || a.err.Code != c.code || string(a.err.Data) != c.data || a.result != nil {
+			t.Errorf("host answer %s reached the server as %s %+v", c.answer, a.result, a.err)
+		}
+	}
+}
+
+func waitPending(t *testing.T, p *Proxy, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p.upMu.Lock()
+		got := len(p.upWait)
+		p.upMu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests pending, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

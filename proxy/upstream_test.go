@@ -159,3 +159,34 @@ func TestTSHostCapableBeforeAModernServer(t *testing.T) {
 		t.Errorf("the host was asked %v", asked.ServerRequests)
 	}
 }
+
+// A server whose tools/list asks the host for its roots: the host's
+// initialize cannot wait for that list (the host answers only once
+// initialized), so it is answered first and the tools follow; the host
+// gets them all, and can call the one made for its root.
+func TestTSHostToolsThatNeedTheHostsRoots(t *testing.T) {
+	dir := npmfixture.Dir(t)
+	server := []string{filepath.Join("testdata", "roots-server.mjs")}
+	host := map[string]any{
+		"capabilities": map[string]any{"roots": map[string]any{}},
+		"roots":        []map[string]any{{"uri": "file:///ts-host/workspace", "name": "workspace"}},
+	}
+	steps := []step{
+		{"op": "listToolsUntil", "name": "scan-workspace"},
+		{"op": "call", "name": "scan-workspace", "arguments": map[string]any{}},
+	}
+	t.Setenv("NPM_FIXTURE", dir)
+	direct := tsHostWith(t, host, "node", server, steps...)
+	proxied := tsHostWith(t, host, bin, append(proxyArgs(filepath.Join(t.TempDir(), "journal.db"), "--"), append([]string{"node"}, server...)...), steps...)
+	dTools := toolsByName(t, direct, 0)
+	if dTools["scan-workspace"] == nil {
+		t.Fatalf("directly, the server lists %v: the fixture is wrong", dTools)
+	}
+	sameTools(t, dTools, toolsByName(t, proxied, 0))
+	var d, p toolResult
+	direct.ok(t, 1, &d)
+	proxied.ok(t, 1, &p)
+	if p.IsError || !reflect.DeepEqual(d, p) || p.text() != "ran scan-workspace" {
+		t.Errorf("scan-workspace: direct %+v, proxy %+v", d, p)
+	}
+}

@@ -61,6 +61,16 @@ function errorOf(e) {
 async function step(s) {
   switch (s.op) {
     case 'listTools': return client.listTools();
+    case 'listToolsUntil': {
+      // Lists tools until s.name is among them (a server whose tools come
+      // with tools/list_changed); the bound only turns a hang into a failure.
+      const deadline = Date.now() + 30000;
+      for (;;) {
+        const r = await client.listTools();
+        if (r.tools.some((t) => t.name === s.name) || Date.now() > deadline) return r;
+        await new Promise((res) => setTimeout(res, 50));
+      }
+    }
     case 'listResources': return client.listResources();
     case 'readResource': return client.readResource({ uri: s.uri });
     case 'listPrompts': return client.listPrompts();
