@@ -53,8 +53,10 @@ type declaration struct {
 // Only a server on the legacy protocol is told: there the handshake fixes
 // the capabilities, so the running session is replaced by one whose
 // handshake declares them (it reports restarted). That is done only while
-// no call is open or awaiting a late answer; otherwise it refuses, and the
-// session keeps running as it was. A 2026-07-28 server asks for such things
+// no tool call is open or awaiting a late answer; otherwise it refuses, and
+// the session keeps running as it was. Other requests still running
+// (Request, Tools) end with the session: a proxy declares before its host
+// has sent anything else. A 2026-07-28 server asks for such things
 // inside a tool call's answer (input_required), which this client cannot
 // supply, so it is not told: a call would fail where it now works.
 func (c *Client) DeclareCapabilities(ctx context.Context, caps mcp.ClientCapabilities) (restarted bool, err error) {
@@ -62,41 +64,55 @@ func (c *Client) DeclareCapabilities(ctx context.Context, caps mcp.ClientCapabil
 	if caps.Roots == nil && caps.Sampling == nil && caps.Elicitation == nil {
 		return false, nil
 	}
-	c.mu.Lock()
-	s, closed, declared := c.cur, c.closed, c.declared
-	c.mu.Unlock()
-	switch {
-	case closed:
-		return false, ErrClosed
-	case s == nil:
-		return false, fmt.Errorf("declare capabilities: the server has not been started")
-	case mcp.IsModernProtocol(s.info.Protocol):
-		return false, nil
-	case declared != nil && reflect.DeepEqual(declared.caps, caps):
-		return false, nil // declared already
+	// Held while deciding, so that no session starts meanwhile with the
+	// declaration it read before this one.
+	select {
+	case c.startSem <- struct{}{}:
+	case <-ctx.Done():
+		return false, ctx.Err()
 	}
-	decl := &declaration{caps: caps, version: s.info.Protocol}
-	if !s.alive() {
-		// The next session, started by the next call, declares them.
-		c.mu.Lock()
-		c.declared = decl
-		c.mu.Unlock()
-		return false, nil
+	s, stop, err := c.declare(caps)
+	<-c.startSem
+	if !stop {
+		return false, err
 	}
-	if !s.tap.closeIfIdle() {
-		return false, fmt.Errorf("declare capabilities: calls to the server are still open; it keeps its session")
-	}
-	// From here a Call finds the tap closed, waits for the session to end
-	// (lostError) and goes to the next one, which declares them.
-	c.mu.Lock()
-	c.declared = decl
-	c.mu.Unlock()
 	s.requestStop()
 	<-s.done
 	if _, err := c.session(ctx); err != nil {
 		return true, err
 	}
 	return true, nil
+}
+
+// declare records caps for the next handshakes and closes the running
+// session's tap, if it is to be replaced (stop). The caller holds startSem.
+func (c *Client) declare(caps mcp.ClientCapabilities) (_ *session, stop bool, _ error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.cur
+	switch {
+	case c.closed:
+		return nil, false, ErrClosed
+	case s == nil:
+		return nil, false, fmt.Errorf("declare capabilities: the server has not been started")
+	case mcp.IsModernProtocol(s.info.Protocol):
+		return nil, false, nil
+	case c.declared != nil && reflect.DeepEqual(c.declared.caps, caps):
+		return nil, false, nil // declared already
+	}
+	decl := &declaration{caps: caps, version: s.info.Protocol}
+	if !s.alive() {
+		// The next session, started by the next call, declares them.
+		c.declared = decl
+		return nil, false, nil
+	}
+	if !s.tap.closeIfIdle() {
+		return nil, false, fmt.Errorf("declare capabilities: calls to the server are still open; it keeps its session")
+	}
+	// From here a Call finds the tap closed, waits for the session to end
+	// (lostError) and goes to the next one, which declares them.
+	c.declared = decl
+	return s, true, nil
 }
 
 // serverRequest answers the server's requests to this client, on a
@@ -131,8 +147,8 @@ func (s *session) serverRequest(ctx context.Context, req transport.JSONRPCReques
 }
 
 // closeIfIdle ends the tap's taking of new calls, as failAll does, but only
-// when no call is registered and no answer is awaited: then ending the
-// session cuts no call short. A call that comes after is not sent on this
+// when no tool call is registered and no answer is awaited: then ending the
+// session cuts no tool call short (the tap does not see other requests). A call that comes after is not sent on this
 // session (Call sends it on the next).
 func (t *tap) closeIfIdle() bool {
 	t.mu.Lock()

@@ -89,6 +89,9 @@ func TestDeclareCapabilitiesAndAnswerServerRequests(t *testing.T) {
 	if c.Session() != 2 {
 		t.Errorf("session %d after the restart, want 2", c.Session())
 	}
+	if again, err := c.DeclareCapabilities(ctx, caps); again || err != nil || c.Session() != 2 {
+		t.Errorf("declaring the same again = %v, %v (session %d); want nothing done", again, err, c.Session())
+	}
 	after := toolNames(t, c)
 	if !after["trigger-sampling-request"] || !after["get-roots-list"] {
 		t.Fatalf("tools after declaring sampling and roots: %v", after)

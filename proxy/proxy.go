@@ -74,11 +74,14 @@ type Proxy struct {
 	// The host's capabilities, from its initialize (nil before, and for a
 	// 2026-07-28 host), and the server's requests the host is asked
 	// (upstream.go), by the proxy's id for each.
-	hostCaps  atomic.Pointer[mcp.ClientCapabilities]
-	declaring atomic.Bool // declareHost is restarting the server
-	upMu      sync.Mutex
-	upWait    map[string]*upRequest
-	upSeq     atomic.Uint64
+	hostCaps    atomic.Pointer[mcp.ClientCapabilities]
+	hostInit    atomic.Bool // the host's (first) initialize came
+	declaring   atomic.Bool // declareHost is restarting the server
+	upMu        sync.Mutex
+	upWait      map[string]*upRequest
+	upEarly     [8]earlyCancel // the server's last cancels that named no pending request
+	upEarlyNext int
+	upSeq       atomic.Uint64
 
 	// Requests the proxy answers itself (tools/call and relayed ones),
 	// by the host's id (JSON text), so that the host can cancel them.
@@ -94,6 +97,8 @@ type Proxy struct {
 	// copies the whole tool, schemas and all, on every call.
 	served atomic.Pointer[map[string]bool]
 	bg     sync.WaitGroup
+	bgMu   sync.Mutex // bgDone and bg.Add, so that no Add follows bg.Wait
+	bgDone bool
 	bgCtx  context.Context
 }
 
@@ -158,7 +163,7 @@ func proxyPolicy(in *guard.Policy, timeout time.Duration) *guard.Policy {
 // nothing happened).
 func (p *Proxy) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	defer p.client.Close()
-	defer p.bg.Wait() // after cancel, which ends them
+	defer p.stopBackground() // after cancel, which ends them
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	p.bgCtx = ctx
@@ -288,7 +293,9 @@ func (p *Proxy) watchServer(ctx context.Context) {
 
 func (p *Proxy) background(f func(ctx context.Context)) {
 	ctx := p.bgCtx
-	if ctx == nil || ctx.Err() != nil {
+	p.bgMu.Lock()
+	defer p.bgMu.Unlock()
+	if ctx == nil || ctx.Err() != nil || p.bgDone {
 		return
 	}
 	p.bg.Add(1)
@@ -296,6 +303,14 @@ func (p *Proxy) background(f func(ctx context.Context)) {
 		defer p.bg.Done()
 		f(ctx)
 	}()
+}
+
+// stopBackground waits for the background work, after which none starts.
+func (p *Proxy) stopBackground() {
+	p.bgMu.Lock()
+	p.bgDone = true
+	p.bgMu.Unlock()
+	p.bg.Wait()
 }
 
 // lineWriter serialises whole messages onto the host's stdout: mcp-go's

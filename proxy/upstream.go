@@ -76,7 +76,7 @@ func (p *Proxy) declareHost(ctx context.Context, params json.RawMessage) {
 	if json.Unmarshal(params, &ip) != nil {
 		return
 	}
-	if p.upReady.Load() {
+	if !p.hostInit.CompareAndSwap(false, true) {
 		return // a second initialize: the server was told at the first
 	}
 	p.hostCaps.Store(&ip.Capabilities)
@@ -118,6 +118,10 @@ func (p *Proxy) serverRequest(ctx context.Context, r mcpclient.ServerRequest) (j
 	id := strconv.AppendQuote(nil, upIDPrefix[1:]+strconv.FormatUint(p.upSeq.Add(1), 10))
 	req := &upRequest{session: r.Session, serverID: r.ID, answer: make(chan hostAnswer, 1)}
 	p.upMu.Lock()
+	if p.cancelledEarly(r.Session, r.ID) {
+		p.upMu.Unlock()
+		return nil, &mcpclient.RPCError{Code: mcp.INTERNAL_ERROR, Message: "cancelled by the MCP server"}
+	}
 	p.upWait[string(id)] = req
 	p.upMu.Unlock()
 	defer func() {
@@ -236,6 +240,30 @@ func (p *Proxy) serverCancelled(session int, params json.RawMessage) {
 		}
 		return
 	}
+	// mcp-go hands a server's request to serverRequest on a goroutine of its
+	// own, and its notifications in order on the read loop: a cancel sent
+	// right after a request can come first. Kept, the last few, for
+	// serverRequest to find.
+	p.upEarly[p.upEarlyNext%len(p.upEarly)] = earlyCancel{session: session, serverID: serverID}
+	p.upEarlyNext++
+}
+
+// earlyCancel is a server's cancel that named no request being asked.
+type earlyCancel struct {
+	session  int
+	serverID string
+}
+
+// cancelledEarly: the server cancelled this request before it was
+// registered. The caller holds upMu.
+func (p *Proxy) cancelledEarly(session int, serverID string) bool {
+	for i, c := range p.upEarly {
+		if c.session == session && c.serverID == serverID {
+			p.upEarly[i] = earlyCancel{}
+			return true
+		}
+	}
+	return false
 }
 
 func (p *Proxy) cancelUp(id json.RawMessage, reason string) {

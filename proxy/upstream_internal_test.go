@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/internal/npmfixture"
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 )
 
@@ -205,5 +207,54 @@ func TestServerRequestRefusedOrCancelledWithItsSession(t *testing.T) {
 	}
 	if a := waitAnswer(t, ch); a.err == nil {
 		t.Fatalf("answer after the session ended: %s", a.result)
+	}
+}
+
+// mcp-go hands the server's request over on a goroutine and its cancel on
+// the read loop, so the cancel can come first: the host is then not asked.
+// The id is matched as mcp-go writes it, whatever the server's spelling.
+func TestServerCancelBeforeItsRequest(t *testing.T) {
+	p, host := upstreamProxy(t, mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}})
+	p.markUpReady()
+	p.serverCancelled(1, json.RawMessage(`{"requestId":"a<b"}`))
+	// mcpclient's ServerRequest.ID for that id, as encoding/json writes it.
+	if a := waitAnswer(t, ask(p, context.Background(), mcpclient.ServerRequest{Session: 1, ID: `"a\u003cb"`, Method: "elicitation/create"})); a.err == nil {
+		t.Fatalf("a request cancelled before it came was answered %s", a.result)
+	}
+	// The next request is the first line the host gets.
+	ch := ask(p, context.Background(), mcpclient.ServerRequest{Session: 1, ID: "9", Method: "elicitation/create", Params: json.RawMessage(`{"n":9}`)})
+	if req := readLine(t, host); string(req["params"]) != `{"n":9}` {
+		t.Fatalf("the host got %v", req)
+	}
+	p.serverCancelled(1, json.RawMessage(`{"requestId":9}`))
+	waitAnswer(t, ch)
+}
+
+// The host's capabilities are declared at its initialize, even after a ping
+// (allowed before initialize), and only once: a second initialize restarts
+// nothing.
+func TestHostCapabilitiesDeclaredOnceAtInitialize(t *testing.T) {
+	dir := npmfixture.Dir(t)
+	everything := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := New(Options{Server: mcpclient.ServerSpec{Command: "node", Args: []string{everything}}})
+	p.bgCtx = ctx
+	defer p.stopBackground()
+	defer p.client.Close()
+	if err := p.client.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	initialize := []byte(`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{}},"clientInfo":{"name":"h","version":"1"}}}`)
+	for i, line := range [][]byte{[]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), initialize, initialize} {
+		if !p.route(ctx, line) {
+			t.Fatalf("line %d was not passed on to mcp-go", i)
+		}
+	}
+	if n := p.client.Session(); n != 2 {
+		t.Fatalf("session %d after a ping and two initializes, want 2 (one restart)", n)
+	}
+	if caps := p.hostCaps.Load(); caps == nil || caps.Roots == nil {
+		t.Fatalf("host capabilities %+v", caps)
 	}
 }
