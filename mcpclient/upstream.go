@@ -115,6 +115,25 @@ func (c *Client) declare(caps mcp.ClientCapabilities) (_ *session, stop bool, _ 
 	return s, true, nil
 }
 
+// DeclareBeforeStart has the first session's handshake declare the roots,
+// sampling and elicitation in caps, in an initialize at version: a legacy
+// protocol version, a proxy's host's, whose server then sees the protocol
+// and capabilities the host would show it. It does nothing once a session
+// has been started, nor for a 2026-07-28 version (which has no
+// initialize), nor when caps holds none of the three.
+func (c *Client) DeclareBeforeStart(caps mcp.ClientCapabilities, version string) {
+	caps = mcp.ClientCapabilities{Roots: caps.Roots, Sampling: caps.Sampling, Elicitation: caps.Elicitation}
+	if caps.Roots == nil && caps.Sampling == nil && caps.Elicitation == nil || version == "" || mcp.IsModernProtocol(version) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tried || c.closed {
+		return
+	}
+	c.declared = &declaration{caps: caps, version: version}
+}
+
 // serverRequest answers the server's requests to this client, on a
 // goroutine of mcp-go's transport per request; ctx ends with the session.
 func (s *session) serverRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {

@@ -31,6 +31,7 @@ type tsRun struct {
 		OK    json.RawMessage `json:"ok"`
 		Error *tsError        `json:"error"`
 	} `json:"steps"`
+	stderr string // the host's, with the proxy's log and the server's stderr
 }
 
 type tsError struct {
@@ -69,6 +70,7 @@ func tsHostWith(t *testing.T, extra map[string]any, command string, args []strin
 	if err := json.Unmarshal(stdout.Bytes(), &run); err != nil {
 		t.Fatalf("ts host output: %v\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
+	run.stderr = stderr.String()
 	if run.SDK != "1.32.2" {
 		t.Fatalf("ts host ran SDK %q, want the pinned 1.32.2", run.SDK)
 	}

@@ -156,8 +156,11 @@ func proxyPolicy(in *guard.Policy, timeout time.Duration) *guard.Policy {
 	return p
 }
 
-// Run starts the downstream server, lists its tools, and serves the
-// upstream host on in/out until in ends or ctx is cancelled. Only MCP
+// Run serves the upstream host on in/out until in ends or ctx is
+// cancelled. The downstream server is started when the host's first line
+// comes (or in ends first, so that a server that cannot start is still
+// reported), with the host's capabilities when that line is its
+// initialize; its tools are listed before the line is answered. Only MCP
 // messages are written to out. Calls still running when in ends are
 // cancelled, and become unknown in the journal (a cancel is not proof that
 // nothing happened).
@@ -167,10 +170,72 @@ func (p *Proxy) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	p.bgCtx = ctx
-
 	p.out = &lineWriter{w: out}
-	if err := p.client.Start(ctx); err != nil {
+
+	pr, pw := io.Pipe()
+	st := &startup{done: make(chan struct{})}
+	start := func(first []byte) bool {
+		st.begun.Store(true)
+		defer close(st.done)
+		srv, err := p.start(ctx, first)
+		if err != nil {
+			st.err = err
+			p.refuseFirst(first, err)
+			return false
+		}
+		stdio := server.NewStdioServer(srv)
+		stdio.SetErrorLogger(log.New(slogWriter{p.log}, "", 0))
+		st.listenDone = make(chan error, 1)
+		go func() { st.listenDone <- stdio.Listen(ctx, pr, p.out) }()
+		return true
+	}
+
+	// The host's stdin cannot be interrupted; when ctx ends first, the
+	// reader is left to end with the process.
+	readDone := make(chan error, 1)
+	go func() { readDone <- p.readUpstream(ctx, in, pw, start) }()
+	var readErr error
+	select {
+	case readErr = <-readDone:
+	case <-ctx.Done():
+	}
+	_ = pw.Close()
+	p.cancelAll()
+	if !st.begun.Load() {
+		return nil // ctx ended before the host wrote a line
+	}
+	<-st.done // a start under way ends with ctx
+	if st.err != nil {
+		return st.err
+	}
+	err := <-st.listenDone
+	p.requests.Wait()
+	p.workers.stop() // track now refuses new requests, so none can follow
+	if readErr != nil && !errors.Is(readErr, io.EOF) {
+		return fmt.Errorf("read from the host: %w", readErr)
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
 		return err
+	}
+	return nil
+}
+
+// startup is Run's start of the downstream server, done once by the
+// goroutine that reads the host.
+type startup struct {
+	begun      atomic.Bool
+	done       chan struct{} // closed when the start ended; then err and listenDone are set
+	err        error
+	listenDone chan error // mcp-go's server's end; nil unless the start succeeded
+}
+
+// start starts the downstream server, declaring the host's capabilities
+// when first is its initialize, and makes the upstream server in its image
+// with its tools.
+func (p *Proxy) start(ctx context.Context, first []byte) (*server.MCPServer, error) {
+	p.declareFirst(first)
+	if err := p.client.Start(ctx); err != nil {
+		return nil, err
 	}
 	info := p.client.ServerInfo()
 	p.log.Info("MCP server started", "server", info.Name, "version", info.Version, "protocol", info.Protocol)
@@ -184,39 +249,22 @@ func (p *Proxy) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 	srv := server.NewMCPServer(info.Name, info.Version, opts...)
 	p.srv.Store(srv)
-	if err := p.refreshTools(ctx); err != nil {
-		return err
+	if err := p.listToolsWithin(ctx, declareWait); err != nil {
+		return nil, err
 	}
-
 	p.background(p.watchServer)
+	return srv, nil
+}
 
-	pr, pw := io.Pipe()
-	stdio := server.NewStdioServer(srv)
-	stdio.SetErrorLogger(log.New(slogWriter{p.log}, "", 0))
-	listenDone := make(chan error, 1)
-	go func() { listenDone <- stdio.Listen(ctx, pr, p.out) }()
-
-	// The host's stdin cannot be interrupted; when ctx ends first, the
-	// reader is left to end with the process.
-	readDone := make(chan error, 1)
-	go func() { readDone <- p.readUpstream(ctx, in, pw) }()
-	var readErr error
-	select {
-	case readErr = <-readDone:
-	case <-ctx.Done():
+// refuseFirst answers the host's first request when the server could not
+// be started, so that the host shows why rather than wait.
+func (p *Proxy) refuseFirst(first []byte, err error) {
+	var m message
+	if json.Unmarshal(first, &m) != nil || m.Method == "" || len(m.ID) == 0 || string(m.ID) == "null" {
+		return
 	}
-	_ = pw.Close()
-	p.cancelAll()
-	err := <-listenDone
-	p.requests.Wait()
-	p.workers.stop() // track now refuses new requests, so none can follow
-	if readErr != nil && !errors.Is(readErr, io.EOF) {
-		return fmt.Errorf("read from the host: %w", readErr)
-	}
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return nil
+	p.write(response{JSONRPC: mcp.JSONRPC_VERSION, ID: m.ID, Error: &mcpclient.RPCError{
+		Code: mcp.INTERNAL_ERROR, Message: "mcp-confirm proxy: the MCP server did not start: " + err.Error()}})
 }
 
 // serverOptions mirror the downstream's capabilities, so the host sees the
@@ -351,10 +399,19 @@ func (w slogWriter) Write(b []byte) (int, error) {
 // readUpstream reads the host's messages: requests and notifications that
 // are relayed go to the downstream server; the rest (handshake, ping,
 // tools/list, tools/call, cancellations) go to mcp-go's server through w.
-func (p *Proxy) readUpstream(ctx context.Context, in io.Reader, w io.Writer) error {
+// The first line, or the end of in before one, is first given to start,
+// which starts the server; when it fails, nothing more is read.
+func (p *Proxy) readUpstream(ctx context.Context, in io.Reader, w io.Writer, start func(first []byte) bool) error {
 	r := bufio.NewReaderSize(in, 64<<10)
+	started := false
 	for {
 		line, err := r.ReadBytes('\n')
+		if !started {
+			started = true
+			if !start(line) {
+				return nil // Run reports why
+			}
+		}
 		if len(line) > 0 {
 			if p.route(ctx, line) {
 				if len(line) == 0 || line[len(line)-1] != '\n' {

@@ -39,11 +39,8 @@ type hostAnswer struct {
 // upIDPrefix starts the ids of the proxy's own requests to the host.
 const upIDPrefix = `"mcp-confirm-up-`
 
-// declareWait bounds how long the host's initialize waits for the tools
-// of the server restarted to declare its capabilities. A server may ask
-// the host something while it lists them (its roots, say), and the host
-// can answer only once its initialize is answered: then the tools come
-// later, with tools/list_changed.
+// declareWait bounds how long the host's initialize waits for the
+// server's tools (listToolsWithin).
 const declareWait = 2 * time.Second
 
 // capabilityOf names the host capability each server request needs.
@@ -62,8 +59,29 @@ func capabilityOf(caps *mcp.ClientCapabilities, method string) bool {
 	return false
 }
 
+// declareFirst declares the host's capabilities for the server's first
+// handshake, when the host's first line is its initialize (the usual
+// case): the server then starts once, as if the host had started it.
+func (p *Proxy) declareFirst(first []byte) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			ProtocolVersion string                 `json:"protocolVersion"`
+			Capabilities    mcp.ClientCapabilities `json:"capabilities"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(first, &m) != nil || m.Method != string(mcp.MethodInitialize) || len(m.ID) == 0 {
+		return
+	}
+	p.hostInit.Store(true)
+	p.hostCaps.Store(&m.Params.Capabilities)
+	p.client.DeclareBeforeStart(m.Params.Capabilities, m.Params.ProtocolVersion)
+}
+
 // declareHost shows the server the host's roots, sampling and elicitation
-// capabilities, as if the host had started it itself: a legacy server
+// capabilities when its initialize was not its first line (a host that
+// tried server/discover first, say), as if the host had started it itself: a legacy server
 // offers some tools only to such a host (server-everything), and asks it
 // for its roots (server-filesystem then serves the host's folders). It runs
 // before mcp-go answers the host's initialize, so that the host's first
@@ -90,20 +108,29 @@ func (p *Proxy) declareHost(ctx context.Context, params json.RawMessage) {
 		return
 	}
 	p.log.Info("restarted the MCP server to declare the host's capabilities", "session", p.client.Session())
-	listed := make(chan struct{})
-	p.background(func(ctx context.Context) {
-		defer close(listed)
-		if err := p.refreshTools(ctx); err != nil {
-			p.log.Warn("list tools after declaring the host's capabilities", "err", err)
-		}
-	})
-	t := time.NewTimer(declareWait)
+	if err := p.listToolsWithin(ctx, declareWait); err != nil {
+		p.log.Warn("list tools after declaring the host's capabilities", "err", err)
+	}
+}
+
+// listToolsWithin registers the server's tools, waiting at most d: a server
+// may ask the host something while it lists them (its roots, say), which
+// the host can answer only once its initialize is answered. The listing
+// then goes on in the background, and the host hears of the tools with
+// tools/list_changed; nil is returned.
+func (p *Proxy) listToolsWithin(ctx context.Context, d time.Duration) error {
+	listed := make(chan error, 1)
+	p.background(func(ctx context.Context) { listed <- p.refreshTools(ctx) })
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-listed:
+	case err := <-listed:
+		return err
 	case <-t.C:
 		p.log.Info("the MCP server is still listing its tools; the host hears of them when it is done")
+		return nil
 	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -1,9 +1,14 @@
 package proxy_test
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -36,6 +41,9 @@ func TestTSHostServerRequestsPassThrough(t *testing.T) {
 	direct := tsHostWith(t, capableHost, "node", []string{everything}, steps...)
 	proxied := tsHostWith(t, capableHost, bin, append(proxyArgs(journal, "--"), "node", everything), steps...)
 
+	if n := strings.Count(proxied.stderr, "mcp session started"); n != 1 {
+		t.Errorf("the proxy started the server %d times, want once: the host's initialize was its first line", n)
+	}
 	dTools := toolsByName(t, direct, 0)
 	for _, name := range []string{"trigger-sampling-request", "trigger-elicitation-request", "get-roots-list"} {
 		if dTools[name] == nil {
@@ -133,8 +141,9 @@ func TestTSHostFilesystemServesTheHostsRoots(t *testing.T) {
 	}
 }
 
-// In front of a 2026-07-28 server (the demo), a capable host changes
-// nothing: the server is not told, and calls work as for any host.
+// In front of the demo (which speaks 2026-07-28 too), a capable legacy
+// host gets the server started once, on the host's own protocol, with its
+// capabilities; calls work, and the demo asks the host nothing.
 func TestTSHostCapableBeforeAModernServer(t *testing.T) {
 	dir := t.TempDir()
 	args := append(proxyArgs(filepath.Join(dir, "journal.db"), "--"), bin, "demo-server", "--db", filepath.Join(dir, "demo.db"))
@@ -150,6 +159,9 @@ func TestTSHostCapableBeforeAModernServer(t *testing.T) {
 	run.ok(t, 1, &budget)
 	if budget.IsError || budget.text() == "" {
 		t.Fatalf("get_budget: %+v", budget)
+	}
+	if n := strings.Count(run.stderr, "mcp session started"); n != 1 || !regexp.MustCompile(`"mcp session started".* protocol=2025-11-25`).MatchString(run.stderr) {
+		t.Errorf("the demo was started %d times, or not on the host's 2025-11-25:\n%s", n, run.stderr)
 	}
 	var asked struct {
 		ServerRequests []any `json:"serverRequests"`
@@ -188,5 +200,28 @@ func TestTSHostToolsThatNeedTheHostsRoots(t *testing.T) {
 	proxied.ok(t, 1, &p)
 	if p.IsError || !reflect.DeepEqual(d, p) || p.text() != "ran scan-workspace" {
 		t.Errorf("scan-workspace: direct %+v, proxy %+v", d, p)
+	}
+}
+
+// A server that cannot start: the host's initialize is answered with an
+// error saying so, and the proxy exits unavailable (5).
+func TestInitializeAnsweredWhenTheServerCannotStart(t *testing.T) {
+	cmd := exec.Command(bin, "proxy", "--db", filepath.Join(t.TempDir(), "journal.db"), "--", filepath.Join(t.TempDir(), "no-such-server"))
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"h","version":"1"}}}` + "\n")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 5 {
+		t.Fatalf("exit: %v, want 5\nstderr: %s", err, stderr.String())
+	}
+	var resp struct {
+		ID    int `json:"id"`
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &resp); err != nil || resp.ID != 1 || !strings.Contains(resp.Error.Message, "did not start") {
+		t.Fatalf("stdout %q (%v): want an error answer to the initialize", stdout.String(), err)
 	}
 }
