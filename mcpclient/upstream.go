@@ -120,18 +120,20 @@ func (c *Client) declare(caps mcp.ClientCapabilities) (_ *session, stop bool, _ 
 // protocol version, a proxy's host's, whose server then sees the protocol
 // and capabilities the host would show it. It does nothing once a session
 // has been started, nor for a 2026-07-28 version (which has no
-// initialize), nor when caps holds none of the three.
-func (c *Client) DeclareBeforeStart(caps mcp.ClientCapabilities, version string) {
+// initialize), nor when caps holds none of the three; it reports whether
+// it will declare them.
+func (c *Client) DeclareBeforeStart(caps mcp.ClientCapabilities, version string) bool {
 	caps = mcp.ClientCapabilities{Roots: caps.Roots, Sampling: caps.Sampling, Elicitation: caps.Elicitation}
 	if caps.Roots == nil && caps.Sampling == nil && caps.Elicitation == nil || version == "" || mcp.IsModernProtocol(version) {
-		return
+		return false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.tried || c.closed {
-		return
+		return false
 	}
 	c.declared = &declaration{caps: caps, version: version}
+	return true
 }
 
 // serverRequest answers the server's requests to this client, on a

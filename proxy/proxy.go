@@ -74,14 +74,18 @@ type Proxy struct {
 	// The host's capabilities, from its initialize (nil before, and for a
 	// 2026-07-28 host), and the server's requests the host is asked
 	// (upstream.go), by the proxy's id for each.
-	hostCaps    atomic.Pointer[mcp.ClientCapabilities]
-	hostInit    atomic.Bool // the host's (first) initialize came
-	declaring   atomic.Bool // declareHost is restarting the server
-	upMu        sync.Mutex
-	upWait      map[string]*upRequest
-	upEarly     [8]earlyCancel // the server's last cancels that named no pending request
-	upEarlyNext int
-	upSeq       atomic.Uint64
+	hostCaps atomic.Pointer[mcp.ClientCapabilities]
+	hostInit atomic.Bool // the host's (first) initialize came
+	// hostWanted is closed when the server first asks the host something
+	// before the host is ready (listToolsWithin).
+	hostWanted     chan struct{}
+	hostWantedOnce sync.Once
+	declaring      atomic.Bool // declareHost is restarting the server
+	upMu           sync.Mutex
+	upWait         map[string]*upRequest
+	upEarly        [8]earlyCancel // the server's last cancels that named no pending request
+	upEarlyNext    int
+	upSeq          atomic.Uint64
 
 	// Requests the proxy answers itself (tools/call and relayed ones),
 	// by the host's id (JSON text), so that the host can cancel them.
@@ -109,7 +113,7 @@ func New(opts Options) *Proxy {
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := &Proxy{opts: opts, log: log, inflight: map[string]context.CancelFunc{}, workers: newWorkers(),
-		upReadyCh: make(chan struct{}), upWait: map[string]*upRequest{}}
+		upReadyCh: make(chan struct{}), hostWanted: make(chan struct{}), upWait: map[string]*upRequest{}}
 	policy := proxyPolicy(opts.Policy, opts.Timeout)
 	var gd *guard.Guard
 	p.client = mcpclient.New(opts.Server, mcpclient.Options{
@@ -249,7 +253,7 @@ func (p *Proxy) start(ctx context.Context, first []byte) (*server.MCPServer, err
 	}
 	srv := server.NewMCPServer(info.Name, info.Version, opts...)
 	p.srv.Store(srv)
-	if err := p.listToolsWithin(ctx, declareWait); err != nil {
+	if err := p.listToolsWithin(ctx); err != nil {
 		return nil, err
 	}
 	p.background(p.watchServer)

@@ -39,9 +39,9 @@ type hostAnswer struct {
 // upIDPrefix starts the ids of the proxy's own requests to the host.
 const upIDPrefix = `"mcp-confirm-up-`
 
-// declareWait bounds how long the host's initialize waits for the
-// server's tools (listToolsWithin).
-const declareWait = 2 * time.Second
+// hostWantedGrace is how long the tool listing may still take once the
+// server has asked the host something (listToolsWithin).
+const hostWantedGrace = time.Second
 
 // capabilityOf names the host capability each server request needs.
 func capabilityOf(caps *mcp.ClientCapabilities, method string) bool {
@@ -74,9 +74,11 @@ func (p *Proxy) declareFirst(first []byte) {
 	if json.Unmarshal(first, &m) != nil || m.Method != string(mcp.MethodInitialize) || len(m.ID) == 0 {
 		return
 	}
-	p.hostInit.Store(true)
-	p.hostCaps.Store(&m.Params.Capabilities)
-	p.client.DeclareBeforeStart(m.Params.Capabilities, m.Params.ProtocolVersion)
+	if p.client.DeclareBeforeStart(m.Params.Capabilities, m.Params.ProtocolVersion) {
+		p.hostInit.Store(true)
+		p.hostCaps.Store(&m.Params.Capabilities)
+	}
+	// Otherwise declareHost does what can be done, once the server runs.
 }
 
 // declareHost shows the server the host's roots, sampling and elicitation
@@ -108,30 +110,43 @@ func (p *Proxy) declareHost(ctx context.Context, params json.RawMessage) {
 		return
 	}
 	p.log.Info("restarted the MCP server to declare the host's capabilities", "session", p.client.Session())
-	if err := p.listToolsWithin(ctx, declareWait); err != nil {
+	if err := p.listToolsWithin(ctx); err != nil {
 		p.log.Warn("list tools after declaring the host's capabilities", "err", err)
 	}
 }
 
-// listToolsWithin registers the server's tools, waiting at most d: a server
-// may ask the host something while it lists them (its roots, say), which
-// the host can answer only once its initialize is answered. The listing
-// then goes on in the background, and the host hears of the tools with
-// tools/list_changed; nil is returned.
-func (p *Proxy) listToolsWithin(ctx context.Context, d time.Duration) error {
+// listToolsWithin registers the server's tools, before the host's first
+// line is answered. A server may ask the host something while it lists them
+// (its roots, say), which the host can answer only once that line is
+// answered: so when the server asks the host anything before then, the
+// wait ends after hostWantedGrace, the listing goes on in the background,
+// and the host hears of the tools with tools/list_changed; nil is returned.
+func (p *Proxy) listToolsWithin(ctx context.Context) error {
 	listed := make(chan error, 1)
 	p.background(func(ctx context.Context) { listed <- p.refreshTools(ctx) })
-	t := time.NewTimer(d)
+	select {
+	case err := <-listed:
+		return err
+	case <-p.hostWanted:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	t := time.NewTimer(hostWantedGrace)
 	defer t.Stop()
 	select {
 	case err := <-listed:
 		return err
 	case <-t.C:
-		p.log.Info("the MCP server is still listing its tools; the host hears of them when it is done")
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	p.log.Info("the MCP server is still listing its tools and waits for the host; the host hears of them when it is done")
+	go func() {
+		if err := <-listed; err != nil {
+			p.log.Warn("list the MCP server's tools", "err", err)
+		}
+	}()
+	return nil
 }
 
 // serverRequest asks the host what the server asked the proxy, and gives
@@ -159,6 +174,9 @@ func (p *Proxy) serverRequest(ctx context.Context, r mcpclient.ServerRequest) (j
 	// A server may ask as soon as its own handshake is done, which comes
 	// before the host's (declareHost). Registered already, so that the
 	// server's cancel meanwhile is not lost.
+	if !p.upReady.Load() {
+		p.hostWantedOnce.Do(func() { close(p.hostWanted) })
+	}
 	select {
 	case <-p.upReadyCh:
 	case a := <-req.answer:

@@ -25,7 +25,7 @@ func upstreamProxy(t *testing.T, caps mcp.ClientCapabilities) (*Proxy, chan []by
 	r, w := io.Pipe()
 	t.Cleanup(func() { _ = r.Close() })
 	p := &Proxy{log: slog.New(slog.DiscardHandler), out: &lineWriter{w: w}, bgCtx: ctx,
-		upReadyCh: make(chan struct{}), upWait: map[string]*upRequest{}}
+		upReadyCh: make(chan struct{}), hostWanted: make(chan struct{}), upWait: map[string]*upRequest{}}
 	p.hostCaps.Store(&caps)
 	lines := make(chan []byte, 16)
 	go func() {

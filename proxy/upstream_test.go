@@ -225,3 +225,16 @@ func TestInitializeAnsweredWhenTheServerCannotStart(t *testing.T) {
 		t.Fatalf("stdout %q (%v): want an error answer to the initialize", stdout.String(), err)
 	}
 }
+
+// A server slow to list its tools, which asks the host nothing: the host's
+// initialize waits for the list, however long, so its first tools/list has
+// them all.
+func TestTSHostSlowToolList(t *testing.T) {
+	t.Setenv("NPM_FIXTURE", npmfixture.Dir(t))
+	run := tsHostWith(t, map[string]any{"env": map[string]any{"LIST_DELAY_MS": "3000"}}, bin,
+		append(proxyArgs(filepath.Join(t.TempDir(), "journal.db"), "--"), "node", filepath.Join("testdata", "roots-server.mjs")),
+		step{"op": "listTools"})
+	if toolsByName(t, run, 0)["status"] == nil {
+		t.Fatalf("the host's first tools/list lacks the server's tool")
+	}
+}

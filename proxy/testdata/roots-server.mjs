@@ -1,7 +1,8 @@
 // An MCP server (the official TypeScript SDK's) whose tools/list asks the
 // client for its roots and lists one tool per root, as servers that work
 // per workspace folder do. Behind the proxy, that request can reach the
-// host only after the host's own handshake.
+// host only after the host's own handshake. LIST_DELAY_MS makes every
+// tools/list that much slower.
 //
 // The SDK is loaded from the npm fixture (NPM_FIXTURE).
 import { createRequire } from 'node:module';
@@ -14,7 +15,9 @@ const { ListToolsRequestSchema, CallToolRequestSchema } = require('@modelcontext
 
 const server = new Server({ name: 'roots-server', version: '1.0.0' }, { capabilities: { tools: {} } });
 const object = { type: 'object', properties: {} };
+const delay = Number(process.env.LIST_DELAY_MS ?? 0);
 server.setRequestHandler(ListToolsRequestSchema, async () => {
+  await new Promise((res) => setTimeout(res, delay));
   const roots = server.getClientCapabilities()?.roots ? (await server.listRoots()).roots : [];
   return {
     tools: [
