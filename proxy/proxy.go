@@ -77,7 +77,7 @@ type Proxy struct {
 	hostCaps atomic.Pointer[mcp.ClientCapabilities]
 	hostInit atomic.Bool // the host's (first) initialize came
 	// hostWanted is closed when the server first asks the host something
-	// before the host is ready (listToolsWithin).
+	// before the host is ready (listToolsBeforeAnswering).
 	hostWanted     chan struct{}
 	hostWantedOnce sync.Once
 	declaring      atomic.Bool // declareHost is restarting the server
@@ -253,7 +253,7 @@ func (p *Proxy) start(ctx context.Context, first []byte) (*server.MCPServer, err
 	}
 	srv := server.NewMCPServer(info.Name, info.Version, opts...)
 	p.srv.Store(srv)
-	if err := p.listToolsWithin(ctx); err != nil {
+	if err := p.listToolsBeforeAnswering(ctx); err != nil {
 		return nil, err
 	}
 	p.background(p.watchServer)

@@ -40,7 +40,7 @@ type hostAnswer struct {
 const upIDPrefix = `"mcp-confirm-up-`
 
 // hostWantedGrace is how long the tool listing may still take once the
-// server has asked the host something (listToolsWithin).
+// server has asked the host something (listToolsBeforeAnswering).
 const hostWantedGrace = time.Second
 
 // capabilityOf names the host capability each server request needs.
@@ -110,18 +110,18 @@ func (p *Proxy) declareHost(ctx context.Context, params json.RawMessage) {
 		return
 	}
 	p.log.Info("restarted the MCP server to declare the host's capabilities", "session", p.client.Session())
-	if err := p.listToolsWithin(ctx); err != nil {
+	if err := p.listToolsBeforeAnswering(ctx); err != nil {
 		p.log.Warn("list tools after declaring the host's capabilities", "err", err)
 	}
 }
 
-// listToolsWithin registers the server's tools, before the host's first
+// listToolsBeforeAnswering registers the server's tools before the host's first
 // line is answered. A server may ask the host something while it lists them
 // (its roots, say), which the host can answer only once that line is
 // answered: so when the server asks the host anything before then, the
 // wait ends after hostWantedGrace, the listing goes on in the background,
 // and the host hears of the tools with tools/list_changed; nil is returned.
-func (p *Proxy) listToolsWithin(ctx context.Context) error {
+func (p *Proxy) listToolsBeforeAnswering(ctx context.Context) error {
 	listed := make(chan error, 1)
 	p.background(func(ctx context.Context) { listed <- p.refreshTools(ctx) })
 	select {
