@@ -2,7 +2,6 @@ package mcpclient
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,8 +12,7 @@ import (
 // session has not ended yet. A call made then is not sent on it; it waits
 // for the session's end and is sent on the next one.
 func TestCallBetweenTapClosedAndSessionEnd(t *testing.T) {
-	dir := npmfixture.Dir(t)
-	c := New(ServerSpec{Command: "node", Args: []string{filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"), "stdio"}}, Options{})
+	c := New(ServerSpec{Command: "node", Args: []string{npmfixture.Bin(t, "mcp-server-everything"), "stdio"}}, Options{})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -3,7 +3,6 @@ package mcpclient_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,17 +13,18 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 )
 
+// everythingSpec is the TypeScript SDK's reference server, from the npm
+// fixture.
+func everythingSpec(t *testing.T) mcpclient.ServerSpec {
+	return mcpclient.ServerSpec{Name: "everything", Command: "node", Args: []string{npmfixture.Bin(t, "mcp-server-everything"), "stdio"}}
+}
+
 // The TypeScript SDK's reference server speaks the legacy (2025-11-25)
 // protocol: mcp-go's server/discover probe is refused and the client falls
 // back to initialize. This is what most servers in the field look like.
 func TestLegacyEverythingServer(t *testing.T) {
-	dir := npmfixture.Dir(t)
 	noLeak(t)
-	spec := mcpclient.ServerSpec{
-		Name:    "everything",
-		Command: "node",
-		Args:    []string{filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"), "stdio"},
-	}
+	spec := everythingSpec(t)
 	c, _ := startedWithLate(t, spec)
 
 	info := c.ServerInfo()

@@ -11,7 +11,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mcp-confirm/mcp-confirm/internal/npmfixture"
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 )
 
@@ -59,13 +58,8 @@ func toolNames(t *testing.T, c *mcpclient.Client) map[string]bool {
 // DeclareCapabilities restarts the session to declare them, and the server's
 // requests reach OnServerRequest, whose answers reach the server.
 func TestDeclareCapabilitiesAndAnswerServerRequests(t *testing.T) {
-	dir := npmfixture.Dir(t)
 	noLeak(t)
-	spec := mcpclient.ServerSpec{
-		Name:    "everything",
-		Command: "node",
-		Args:    []string{filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"), "stdio"},
-	}
+	spec := everythingSpec(t)
 	reqs := &serverRequests{seen: make(chan string, 16)}
 	opts := testOptions()
 	opts.OnServerRequest = reqs.answer
@@ -146,13 +140,8 @@ func TestDeclareCapabilitiesAndAnswerServerRequests(t *testing.T) {
 // A session with a call open is not restarted to declare capabilities: the
 // call would end unknown for nothing.
 func TestDeclareCapabilitiesKeepsASessionWithACallOpen(t *testing.T) {
-	dir := npmfixture.Dir(t)
 	noLeak(t)
-	spec := mcpclient.ServerSpec{
-		Name:    "everything",
-		Command: "node",
-		Args:    []string{filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"), "stdio"},
-	}
+	spec := everythingSpec(t)
 	c, _ := startedWithLate(t, spec)
 	sent := make(chan struct{})
 	done := make(chan mcpclient.Outcome, 1)
@@ -193,13 +182,8 @@ func TestDeclareCapabilitiesLeavesAModernServerAlone(t *testing.T) {
 // each is answered, on one session or the next; none is cut short (unknown)
 // or refused (not sent).
 func TestDeclareCapabilitiesWhileCallsComeAndGo(t *testing.T) {
-	dir := npmfixture.Dir(t)
 	noLeak(t)
-	spec := mcpclient.ServerSpec{
-		Name:    "everything",
-		Command: "node",
-		Args:    []string{filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"), "stdio"},
-	}
+	spec := everythingSpec(t)
 	c := started(t, spec, testOptions())
 	stop := make(chan struct{})
 	var wg sync.WaitGroup

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -234,8 +233,7 @@ func TestServerCancelBeforeItsRequest(t *testing.T) {
 // (allowed before initialize), and only once: a second initialize restarts
 // nothing.
 func TestHostCapabilitiesDeclaredOnceAtInitialize(t *testing.T) {
-	dir := npmfixture.Dir(t)
-	everything := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	everything := npmfixture.Bin(t, "mcp-server-everything")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	p := New(Options{Server: mcpclient.ServerSpec{Command: "node", Args: []string{everything}}})
