@@ -45,6 +45,13 @@ type declaration struct {
 	version string // the legacy protocol version the last session spoke
 }
 
+// declarable keeps of caps what OnServerRequest can answer for: roots,
+// sampling, elicitation; ok is false when it holds none of them.
+func declarable(caps mcp.ClientCapabilities) (_ mcp.ClientCapabilities, ok bool) {
+	caps = mcp.ClientCapabilities{Roots: caps.Roots, Sampling: caps.Sampling, Elicitation: caps.Elicitation}
+	return caps, caps.Roots != nil || caps.Sampling != nil || caps.Elicitation != nil
+}
+
 // DeclareCapabilities makes the server see the roots, sampling and
 // elicitation capabilities in caps (a proxy's host's), so that it offers
 // what it offers such a client and may send those requests, which
@@ -60,8 +67,8 @@ type declaration struct {
 // inside a tool call's answer (input_required), which this client cannot
 // supply, so it is not told: a call would fail where it now works.
 func (c *Client) DeclareCapabilities(ctx context.Context, caps mcp.ClientCapabilities) (restarted bool, err error) {
-	caps = mcp.ClientCapabilities{Roots: caps.Roots, Sampling: caps.Sampling, Elicitation: caps.Elicitation}
-	if caps.Roots == nil && caps.Sampling == nil && caps.Elicitation == nil {
+	caps, ok := declarable(caps)
+	if !ok {
 		return false, nil
 	}
 	// Held while deciding, so that no session starts meanwhile with the
@@ -123,8 +130,8 @@ func (c *Client) declare(caps mcp.ClientCapabilities) (_ *session, stop bool, _ 
 // initialize), nor when caps holds none of the three; it reports whether
 // it will declare them.
 func (c *Client) DeclareBeforeStart(caps mcp.ClientCapabilities, version string) bool {
-	caps = mcp.ClientCapabilities{Roots: caps.Roots, Sampling: caps.Sampling, Elicitation: caps.Elicitation}
-	if caps.Roots == nil && caps.Sampling == nil && caps.Elicitation == nil || version == "" || mcp.IsModernProtocol(version) {
+	caps, ok := declarable(caps)
+	if !ok || version == "" || mcp.IsModernProtocol(version) {
 		return false
 	}
 	c.mu.Lock()
@@ -169,8 +176,9 @@ func (s *session) serverRequest(ctx context.Context, req transport.JSONRPCReques
 
 // closeIfIdle ends the tap's taking of new calls, as failAll does, but only
 // when no tool call is registered and no answer is awaited: then ending the
-// session cuts no tool call short (the tap does not see other requests). A call that comes after is not sent on this
-// session (Call sends it on the next).
+// session cuts no tool call short (the tap does not see other requests). A
+// call that comes after is not sent on this session (Call sends it on the
+// next).
 func (t *tap) closeIfIdle() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -83,12 +83,13 @@ func (p *Proxy) declareFirst(first []byte) {
 
 // declareHost shows the server the host's roots, sampling and elicitation
 // capabilities when its initialize was not its first line (a host that
-// tried server/discover first, say), as if the host had started it itself: a legacy server
-// offers some tools only to such a host (server-everything), and asks it
-// for its roots (server-filesystem then serves the host's folders). It runs
-// before mcp-go answers the host's initialize, so that the host's first
-// tools/list lists the server's tools for it. mcpclient restarts the
-// server to do so, which is safe only because no call is open yet.
+// tried server/discover first, say), as if the host had started the server
+// itself: a legacy server offers some tools only to such a host
+// (server-everything), and asks it for its roots (server-filesystem then
+// serves the host's folders). It runs before mcp-go answers the host's
+// initialize, so that the host's first tools/list lists the server's tools
+// for it. mcpclient restarts the server to do so, which is safe only
+// because no call is open yet (the first initialize only).
 func (p *Proxy) declareHost(ctx context.Context, params json.RawMessage) {
 	var ip struct {
 		Capabilities mcp.ClientCapabilities `json:"capabilities"`
@@ -124,29 +125,26 @@ func (p *Proxy) declareHost(ctx context.Context, params json.RawMessage) {
 func (p *Proxy) listToolsBeforeAnswering(ctx context.Context) error {
 	listed := make(chan error, 1)
 	p.background(func(ctx context.Context) { listed <- p.refreshTools(ctx) })
-	select {
-	case err := <-listed:
-		return err
-	case <-p.hostWanted:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	t := time.NewTimer(hostWantedGrace)
-	defer t.Stop()
-	select {
-	case err := <-listed:
-		return err
-	case <-t.C:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	p.log.Info("the MCP server is still listing its tools and waits for the host; the host hears of them when it is done")
-	go func() {
-		if err := <-listed; err != nil {
-			p.log.Warn("list the MCP server's tools", "err", err)
+	wanted := p.hostWanted
+	var grace <-chan time.Time // nil until the server wants the host
+	for {
+		select {
+		case err := <-listed:
+			return err
+		case <-wanted:
+			wanted, grace = nil, time.After(hostWantedGrace)
+		case <-grace:
+			p.log.Info("the MCP server is still listing its tools and waits for the host; the host hears of them when it is done")
+			go func() {
+				if err := <-listed; err != nil {
+					p.log.Warn("list the MCP server's tools", "err", err)
+				}
+			}()
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-	}()
-	return nil
+	}
 }
 
 // serverRequest asks the host what the server asked the proxy, and gives
