@@ -67,8 +67,9 @@ type Proxy struct {
 	srv    atomic.Pointer[server.MCPServer] // set once Run has listed the tools
 	out    *lineWriter
 
-	upReady     atomic.Bool   // the upstream finished its handshake: notifications may go up
-	upReadyCh   chan struct{} // closed with upReady set (markUpReady)
+	// Closed when the upstream finished its handshake: notifications and
+	// the server's requests may go up (markUpReady, hostReady).
+	upReadyCh   chan struct{}
 	upReadyOnce sync.Once
 
 	// The host's capabilities, from its initialize (nil before, and for a
@@ -709,7 +710,7 @@ func (p *Proxy) fromDownstream(session int, method string, params json.RawMessag
 		})
 		return
 	}
-	if !p.upReady.Load() {
+	if !p.hostReady() {
 		p.log.Debug("notification from the MCP server before the host was ready: dropped", "method", method)
 		return
 	}

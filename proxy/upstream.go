@@ -172,7 +172,7 @@ func (p *Proxy) serverRequest(ctx context.Context, r mcpclient.ServerRequest) (j
 	// A server may ask as soon as its own handshake is done, which comes
 	// before the host's (declareHost). Registered already, so that the
 	// server's cancel meanwhile is not lost.
-	if !p.upReady.Load() {
+	if !p.hostReady() {
 		p.hostWantedOnce.Do(func() { close(p.hostWanted) })
 	}
 	select {
@@ -320,6 +320,14 @@ func (p *Proxy) cancelUp(id json.RawMessage, reason string) {
 // markUpReady: the host finished its handshake; notifications and the
 // server's requests may go up.
 func (p *Proxy) markUpReady() {
-	p.upReady.Store(true)
 	p.upReadyOnce.Do(func() { close(p.upReadyCh) })
+}
+
+func (p *Proxy) hostReady() bool {
+	select {
+	case <-p.upReadyCh:
+		return true
+	default:
+		return false
+	}
 }
