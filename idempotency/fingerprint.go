@@ -6,21 +6,21 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"math"
 	"sort"
-	"strconv"
-	"strings"
+
+	"github.com/mcp-confirm/mcp-confirm/canonical"
 )
 
 // Fingerprint returns the SHA-256 (hex) of the canonical JSON of args with
 // the key argument keyArg removed, and that canonical JSON.
 //
-// Canonical means: object keys sorted, no insignificant space, no HTML
-// escaping, integral numbers written as integers ("2.0" and "2" are the same
-// quantity), absent arguments the same as {}. The key argument is left out
-// because the same operation may carry its key in _meta on one send and in the
-// arguments on the next.
-func Fingerprint(args any, keyArg string) (fingerprint string, canonical []byte, err error) {
+// Canonical is package canonical's form (RFC 8785, numbers kept exact):
+// object keys sorted, no insignificant space, one spelling of each string and
+// of each number ("2.0" and "2" are the same quantity, 9007199254740993 is
+// not 9007199254740992), absent arguments the same as {}. The key argument is
+// left out because the same operation may carry its key in _meta on one send
+// and in the arguments on the next.
+func Fingerprint(args any, keyArg string) (fingerprint string, canon []byte, err error) {
 	var raw []byte
 	switch a := args.(type) {
 	case nil:
@@ -36,7 +36,7 @@ func Fingerprint(args any, keyArg string) (fingerprint string, canonical []byte,
 	var v any = map[string]any{}
 	if len(bytes.TrimSpace(raw)) > 0 {
 		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber() // keep integers beyond 2^53 exact
+		dec.UseNumber() // numbers as written, for canonical to keep exact
 		if err := dec.Decode(&v); err != nil {
 			return "", nil, fmt.Errorf("decode arguments: %w", err)
 		}
@@ -47,57 +47,11 @@ func Fingerprint(args any, keyArg string) (fingerprint string, canonical []byte,
 	if obj, ok := v.(map[string]any); ok && keyArg != "" {
 		delete(obj, keyArg)
 	}
-	canonical, err = canonicalJSON(normalizeNumbers(v))
-	if err != nil {
-		return "", nil, err
+	if canon, err = canonical.Marshal(v); err != nil {
+		return "", nil, fmt.Errorf("canonical arguments: %w", err)
 	}
-	sum := sha256.Sum256(canonical)
-	return hex.EncodeToString(sum[:]), canonical, nil
-}
-
-func canonicalJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	// encoding/json writes map keys sorted, which is all the ordering needed.
-	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("encode canonical arguments: %w", err)
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
-func normalizeNumbers(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = normalizeNumbers(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = normalizeNumbers(e)
-		}
-	case json.Number:
-		return canonicalNumber(x)
-	}
-	return v
-}
-
-func canonicalNumber(n json.Number) json.Number {
-	s := string(n)
-	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return json.Number(strconv.FormatInt(i, 10))
-	}
-	if !strings.ContainsAny(s, ".eE") {
-		return n // an integer too large for int64: keep its digits
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return n
-	}
-	if f >= -(1<<53) && f <= 1<<53 && f == math.Trunc(f) {
-		return json.Number(strconv.FormatInt(int64(f), 10))
-	}
-	return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
+	sum := sha256.Sum256(canon)
+	return hex.EncodeToString(sum[:]), canon, nil
 }
 
 // differingFields names the top-level arguments whose values differ between
