@@ -28,6 +28,31 @@ func TestMain(m *testing.M) {
 		childBulk(os.Getenv("PENDING_DB"), os.Getenv("PENDING_TAG"), n)
 	case "open":
 		childOpen(os.Getenv("PENDING_DB"))
+	case "intents":
+		childIntents(os.Getenv("PENDING_DB"))
+	}
+}
+
+// childIntents records one intent, then one more for each line it reads on
+// stdin, saying each on stdout, and waits to be killed.
+func childIntents(path string) {
+	ctx := context.Background()
+	j, err := Open(ctx, path, Options{})
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	in := bufio.NewReader(os.Stdin)
+	for i := 0; ; i++ {
+		c, err := j.RecordIntent(ctx, intent("create_order", fmt.Sprintf(`{"item":"widget","i":%d}`, i)))
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("recorded %d\n", c.ID)
+		if _, err := in.ReadString('\n'); err != nil {
+			select {} // "sending": wait for SIGKILL
+		}
 	}
 }
 

@@ -5,9 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/oklog/ulid/v2"
@@ -22,42 +24,87 @@ import (
 type ownerLock struct {
 	id   string
 	path string
-	f    *os.File
+
+	mu   sync.Mutex
+	f    *os.File    // the locked file; nil once released
+	info fs.FileInfo // f's identity, to tell it from whatever is at path
 }
 
 func ownersDir(journal string) string { return journal + ".owners" }
 
-// acquireOwner creates and locks a fresh owner file. It is locked under a
+// acquireOwner creates and locks a fresh owner file.
+func acquireOwner(journal string) (*ownerLock, error) {
+	id := ulid.Make().String()
+	final := filepath.Join(ownersDir(journal), id+".lock")
+	f, info, err := lockFile(final)
+	if err != nil {
+		return nil, err
+	}
+	return &ownerLock{id: id, path: final, f: f, info: info}, nil
+}
+
+// lockFile creates the lock file at final and locks it. It is locked under a
 // temporary name and then renamed into place, so no other process can ever
 // see the final name unlocked while this owner lives.
-func acquireOwner(journal string) (*ownerLock, error) {
-	dir := ownersDir(journal)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("owner lock folder: %w", err)
+func lockFile(final string) (*os.File, fs.FileInfo, error) {
+	if err := os.MkdirAll(filepath.Dir(final), 0o700); err != nil {
+		return nil, nil, fmt.Errorf("owner lock folder: %w", err)
 	}
-	id := ulid.Make().String()
-	final := filepath.Join(dir, id+".lock")
 	tmp := final + ".new"
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("owner lock: %w", err)
+		return nil, nil, fmt.Errorf("owner lock: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	info, err := f.Stat()
+	if err == nil {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	}
+	if err == nil {
+		err = os.Rename(tmp, final)
+	}
+	if err != nil {
 		f.Close()
 		os.Remove(tmp)
-		return nil, fmt.Errorf("owner lock: %w", err)
+		return nil, nil, fmt.Errorf("owner lock: %w", err)
 	}
-	if err := os.Rename(tmp, final); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return nil, fmt.Errorf("owner lock: %w", err)
+	return f, info, nil
+}
+
+// ensure puts this owner's lock file back when something removed or
+// replaced it (a cleanup script emptying the owners folder): with its lock
+// file gone, a live owner looks dead to every other process, which would
+// recover its calls. The writer calls it before each durable commit, so an
+// intent never becomes visible without its owner's lock beside it. The cost
+// is one stat.
+func (o *ownerLock) ensure() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.f == nil {
+		return nil
 	}
-	return &ownerLock{id: id, path: final, f: f}, nil
+	if st, err := os.Stat(o.path); err == nil && os.SameFile(st, o.info) {
+		return nil
+	}
+	os.Remove(o.path + ".new") // left by an attempt of this owner that failed
+	f, info, err := lockFile(o.path)
+	if err != nil {
+		return err
+	}
+	o.f.Close() // the old file is not at the path any more: its lock proves nothing
+	o.f, o.info = f, info
+	return nil
 }
 
 func (o *ownerLock) release() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.f == nil {
+		return nil
+	}
 	err := os.Remove(o.path)
-	return errors.Join(err, o.f.Close())
+	err = errors.Join(err, o.f.Close())
+	o.f = nil
+	return err
 }
 
 // ownerAlive reports whether the owner id still holds its lock. When the
@@ -93,6 +140,9 @@ func ownerAlive(journal, id string) (alive bool, release func(), err error) {
 // It runs in one IMMEDIATE transaction, so two processes recovering at once
 // cannot both claim a call. Open runs it; the console may run it again.
 func (j *Journal) Recover(ctx context.Context) ([]int64, error) {
+	if err := j.owner.ensure(); err != nil {
+		return nil, err
+	}
 	var recovered []int64
 	var releases []func()
 	err := j.write(ctx, durable, func(ctx context.Context, c *sql.Conn) error {

@@ -85,11 +85,11 @@ func (j *Journal) writer() {
 			}
 			current = int(level)
 		}
-		j.commitBatch(ctx, batch)
+		j.commitBatch(ctx, batch, level)
 	}
 }
 
-func (j *Journal) commitBatch(ctx context.Context, batch []*writeReq) {
+func (j *Journal) commitBatch(ctx context.Context, batch []*writeReq, level durability) {
 	if _, err := j.wconn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		fail(batch, fmt.Errorf("begin: %w", err))
 		return
@@ -97,6 +97,11 @@ func (j *Journal) commitBatch(ctx context.Context, batch []*writeReq) {
 	results := make([]error, len(batch))
 	for i, r := range batch {
 		results[i] = j.runInSavepoint(ctx, r.fn)
+	}
+	if err := j.beforeCommit(level); err != nil {
+		j.rollback()
+		fail(batch, err)
+		return
 	}
 	if _, err := j.wconn.ExecContext(ctx, "COMMIT"); err != nil {
 		j.rollback()
@@ -106,6 +111,16 @@ func (j *Journal) commitBatch(ctx context.Context, batch []*writeReq) {
 	for i, r := range batch {
 		r.done <- results[i]
 	}
+}
+
+// beforeCommit checks, just before a batch commits, for a durable batch (an
+// intent, a decision), that this owner's lock file is in place, put back if
+// something removed it.
+func (j *Journal) beforeCommit(level durability) error {
+	if level == durable {
+		return j.owner.ensure()
+	}
+	return nil
 }
 
 func (j *Journal) runInSavepoint(ctx context.Context, fn func(context.Context, *sql.Conn) error) (err error) {
