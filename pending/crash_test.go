@@ -30,6 +30,8 @@ func TestMain(m *testing.M) {
 		childOpen(os.Getenv("PENDING_DB"))
 	case "intents":
 		childIntents(os.Getenv("PENDING_DB"))
+	case "classify":
+		childClassify(os.Getenv("PENDING_DB"))
 	}
 }
 
@@ -54,6 +56,18 @@ func childIntents(path string) {
 			select {} // "sending": wait for SIGKILL
 		}
 	}
+}
+
+// childClassify opens the journal and says which of the typed errors of
+// Open the failure is ("error ErrReadOnly: ..."), or "opened".
+func childClassify(path string) {
+	j, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		fmt.Printf("error %s: %v\n", errorKinds(err), err)
+		os.Exit(1)
+	}
+	j.Close()
+	fmt.Println("opened")
 }
 
 // childOpen opens the journal, says how that went, and closes it.

@@ -2,14 +2,44 @@ package pending
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
+
+// errorKinds names the typed errors of Open that err is.
+func errorKinds(err error) string {
+	var names []string
+	for _, k := range []struct {
+		name string
+		err  error
+	}{
+		{"ErrNotJournal", ErrNotJournal}, {"ErrNewerSchema", ErrNewerSchema},
+		{"ErrCorrupt", ErrCorrupt}, {"ErrDiskFull", ErrDiskFull}, {"ErrReadOnly", ErrReadOnly},
+		{"ErrLocked", ErrLocked},
+	} {
+		if errors.Is(err, k.err) {
+			names = append(names, k.name)
+		}
+	}
+	if names == nil {
+		return "untyped"
+	}
+	return strings.Join(names, ",")
+}
 
 // readRecorded reads a child's "recorded N" line.
 func readRecorded(t *testing.T, out *bufio.Reader) int64 {
@@ -93,4 +123,300 @@ func TestOwnersFolderRemovedUnderLiveOwner(t *testing.T) {
 
 	j := openTest(t, path)
 	assertInFlight(t, j, first, second)
+}
+
+// A journal whose tail is gone (a truncated copy, a disk that lost it) is
+// refused before anything is written, as damaged. SQLite alone takes a file
+// that lost part of its last page for sound (it rounds the size up to whole
+// pages) and one that lost whole pages for damaged.
+func TestTruncatedJournalRefused(t *testing.T) {
+	for _, cut := range []int64{1000, 4096} {
+		t.Run(fmt.Sprintf("%d bytes cut", cut), func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "journal.db")
+			j := openTest(t, path)
+			for i := range 50 {
+				if _, err := j.RecordIntent(ctx, intent("create_order", fmt.Sprintf(`{"i":%d,"pad":%q}`, i, strings.Repeat("x", 200)))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The last pages hold events, which nothing Open does reads.
+			for i := range 100 {
+				if err := j.RecordEvent(ctx, "test", 0, fmt.Sprintf("event %d %s", i, strings.Repeat("e", 200))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := j.Close(); err != nil {
+				t.Fatal(err)
+			}
+			st, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(path, st.Size()-cut); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := os.ReadFile(path)
+			k, err := Open(ctx, path, Options{})
+			if err == nil {
+				_, werr := k.RecordIntent(ctx, intent("create_order", `{"after":"truncation"}`))
+				k.Close()
+				t.Fatalf("opened a truncated journal (and a write into it returned %v)", werr)
+			}
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "file shorter than its header says") {
+				t.Fatalf("open: %v (%s)", err, errorKinds(err))
+			}
+			if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+				t.Fatal("a refused open changed the file")
+			}
+		})
+	}
+}
+
+func TestQuickCheck(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j := openTest(t, path)
+	for i := range 20 {
+		if err := j.RecordEvent(ctx, "test", 0, fmt.Sprintf("event %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if problems, err := j.QuickCheck(ctx); err != nil || len(problems) != 0 {
+		t.Fatalf("sound journal: %q %v", problems, err)
+	}
+	var root, pageSize int64
+	if err := j.read.QueryRowContext(ctx, "SELECT rootpage FROM sqlite_master WHERE name = 'events'").Scan(&root); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.read.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Damage the events table's root page (read by nothing Open does): its
+	// page type byte.
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{0x6b}, (root-1)*pageSize); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	j = openTest(t, path)
+	problems, err := j.QuickCheck(ctx)
+	if err != nil || len(problems) == 0 {
+		t.Fatalf("damaged journal: %q %v", problems, err)
+	}
+	t.Logf("quick_check: %q", problems)
+}
+
+// sqliteHeader returns a 100-byte SQLite header of a file of pages pages of
+// 4096 bytes, its size valid.
+func sqliteHeader(pages uint32) []byte {
+	h := make([]byte, 100)
+	copy(h, sqliteMagic)
+	h[16], h[17] = 0x10, 0x00 // 4096
+	h[18], h[19] = 2, 2       // WAL
+	h[21], h[22], h[23] = 64, 32, 32
+	for _, off := range []int{24, 92} { // change counter = version-valid-for
+		h[off+3] = 7
+	}
+	h[28], h[29], h[30], h[31] = byte(pages>>24), byte(pages>>16), byte(pages>>8), byte(pages)
+	return h
+}
+
+// Every error of Open is reported as what it is, never as "not an
+// mcp-confirm journal" for a SQLite file that is damaged, locked or cannot
+// be written.
+func TestOpenErrorsSayWhatTheyAre(t *testing.T) {
+	ctx := context.Background()
+	random := func(n int) []byte {
+		b := make([]byte, n)
+		r := rand.New(rand.NewPCG(1, 2))
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name string
+		file []byte
+	}{
+		{"random bytes after the SQLite magic", append([]byte(sqliteMagic), random(4*4096)...)},
+		{"random pages under a sound-looking header", append(sqliteHeader(4)[:100:100], random(4*4096-100)...)},
+		{"random pages under a header without a valid size", func() []byte {
+			h := sqliteHeader(4)
+			h[95] = 8 // version-valid-for no longer matches
+			return append(h[:100:100], random(4*4096-100)...)
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "journal.db")
+			if err := os.WriteFile(path, tc.file, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			j, err := Open(ctx, path, Options{})
+			if err == nil {
+				j.Close()
+				t.Fatal("opened")
+			}
+			if !errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotJournal) {
+				t.Fatalf("open: %v (%s)", err, errorKinds(err))
+			}
+			if after, _ := os.ReadFile(path); !bytes.Equal(after, tc.file) {
+				t.Fatal("a refused open changed the file")
+			}
+		})
+	}
+
+	t.Run("a write lock held past the busy timeout", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "journal.db")
+		newJournal(t, path)
+		db, err := sql.Open("sqlite", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		c, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+			t.Fatal(err)
+		}
+		defer c.ExecContext(ctx, "ROLLBACK")
+		start := time.Now()
+		j, err := Open(ctx, path, Options{BusyTimeout: 100 * time.Millisecond})
+		if err == nil {
+			j.Close()
+			t.Fatal("opened under another's write lock")
+		}
+		if !errors.Is(err, ErrLocked) {
+			t.Fatalf("open: %v (%s)", err, errorKinds(err))
+		}
+		if d := time.Since(start); d < 100*time.Millisecond {
+			t.Fatalf("gave up after %v, before the busy timeout", d)
+		}
+	})
+
+	t.Run("a folder that cannot be written", func(t *testing.T) {
+		for _, existing := range []bool{false, true} {
+			t.Run(fmt.Sprintf("existing journal %v", existing), func(t *testing.T) {
+				dir := worldDir(t)
+				path := filepath.Join(dir, "state", "journal.db")
+				if err := os.Mkdir(filepath.Dir(path), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if existing {
+					newJournal(t, path)
+				}
+				kinds, line := openAsOther(t, path)
+				if kinds != "ErrReadOnly" {
+					t.Fatalf("open: %s", line)
+				}
+			})
+		}
+	})
+}
+
+// worldDir is a temporary folder others can enter, for a child run as
+// another user.
+func worldDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pending-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// openAsOther makes the journal's folder one the opening process cannot
+// write, opens the journal in a child process, and returns the typed errors
+// it got and its line. Run as a user, the folder is made read-only (0500).
+// Run as root, whom permission bits do not stop, the files are handed to
+// the user nobody and the child runs as nobody, from a copy of the test
+// binary nobody can run.
+func openAsOther(t *testing.T, path string) (kinds, line string) {
+	t.Helper()
+	dir := filepath.Dir(path)
+	bin := os.Args[0]
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		const nobody = 65534
+		bin = filepath.Join(filepath.Dir(dir), "pending.test")
+		if err := copyFile(os.Args[0], bin, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, nobody, nobody)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cred = &syscall.Credential{Uid: nobody, Gid: nobody}
+	}
+	if err := os.Chmod(dir, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir, 0o700) })
+	cmd := exec.Command(bin, "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PENDING_CHILD=classify", "PENDING_DB="+path)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if _, exited := err.(*exec.ExitError); err != nil && !exited && cred != nil {
+		t.Skipf("running as root, and a child cannot run as nobody here (%v): the read-only case needs a user whom permissions stop", err)
+	}
+	line = strings.TrimSpace(string(out))
+	k, _, _ := strings.Cut(strings.TrimPrefix(line, "error "), ":")
+	return k, line
+}
+
+func copyFile(from, to string, mode fs.FileMode) error {
+	src, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return err
+	}
+	return dst.Close()
+}
+
+// classify gives the system's errors of a full disk and a read-only file
+// system their kinds too (SQLite's own codes are met in the tests above).
+func TestClassifySystemErrors(t *testing.T) {
+	for _, tc := range []struct {
+		errno syscall.Errno
+		want  error
+	}{
+		{syscall.ENOSPC, ErrDiskFull}, {syscall.EDQUOT, ErrDiskFull},
+		{syscall.EROFS, ErrReadOnly}, {syscall.EACCES, ErrReadOnly}, {syscall.EPERM, ErrReadOnly},
+	} {
+		cause := &fs.PathError{Op: "open", Path: "/x/journal.db", Err: tc.errno}
+		err := classify(fmt.Errorf("create folder: %w", cause))
+		if !errors.Is(err, tc.want) || !errors.Is(err, tc.errno) {
+			t.Errorf("%v: %v (%s)", tc.errno, err, errorKinds(err))
+		}
+	}
+	if err := classify(io.ErrUnexpectedEOF); err != io.ErrUnexpectedEOF {
+		t.Errorf("an unknown cause was given a kind: %v", err)
+	}
 }

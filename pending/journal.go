@@ -5,12 +5,10 @@
 package pending
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,12 +18,21 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// Errors callers branch on. Open wraps them with the path.
+// Errors callers branch on. Open wraps them with the path; every error of
+// Open whose cause is known carries one of them (integrity.go).
 var (
 	ErrNotJournal  = errors.New("not an mcp-confirm journal")
 	ErrNewerSchema = errors.New("journal was written by a newer mcp-confirm")
 	ErrNoSuchCall  = errors.New("no such call")
 	ErrClosed      = errors.New("journal closed")
+	// ErrCorrupt: the file says it is SQLite but is damaged.
+	ErrCorrupt = errors.New("the journal is damaged")
+	// ErrDiskFull: no space left for the journal, its WAL or its lock files.
+	ErrDiskFull = errors.New("the disk holding the journal is full")
+	// ErrReadOnly: the file, its folder or its file system cannot be written.
+	ErrReadOnly = errors.New("the journal cannot be written (read-only file, folder or file system)")
+	// ErrLocked: another process held a lock on it past Options.BusyTimeout.
+	ErrLocked = errors.New("the journal is locked by another process")
 )
 
 // Options tune Open. The zero value is what the product uses.
@@ -80,7 +87,8 @@ func DefaultPath(getenv func(string) string) (string, error) {
 
 // Open opens or creates the journal at path, runs pending migrations, and
 // recovers in-flight calls whose owner process is gone. A file that is not a
-// journal, or one from a newer schema, is refused before anything is written.
+// journal, or one from a newer schema, is refused before anything is written,
+// and so is one shorter than its header says.
 func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -92,10 +100,10 @@ func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
 		return nil, fmt.Errorf("open journal %s: the path may not contain '?' or '#'", path)
 	}
 	if err := createFile(path); err != nil {
-		return nil, fmt.Errorf("open journal %s: %w", path, err)
+		return nil, fmt.Errorf("open journal %s: %w", path, classify(err))
 	}
 	if err := checkHeader(path); err != nil {
-		return nil, fmt.Errorf("open journal %s: %w", path, err)
+		return nil, fmt.Errorf("open journal %s: %w", path, classify(err))
 	}
 	j := &Journal{path: path, now: opts.Now, writes: make(chan *writeReq, 1024), done: make(chan struct{})}
 	ok := false
@@ -104,37 +112,41 @@ func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
 			j.closeHandles()
 		}
 	}()
-	dsn := fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)", path, opts.BusyTimeout.Milliseconds())
+	refuse := func(what string, err error) (*Journal, error) {
+		return nil, fmt.Errorf("open journal %s: %s%w", path, what, classify(canNotOpen(err, path)))
+	}
 	var err error
+	dsn := fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)", path, opts.BusyTimeout.Milliseconds())
 	if j.wdb, err = sql.Open("sqlite", dsn); err != nil {
-		return nil, fmt.Errorf("open journal %s: %w", path, err)
+		return refuse("", err)
 	}
 	j.wdb.SetMaxOpenConns(1)
 	if j.wconn, err = j.wdb.Conn(ctx); err != nil {
-		return nil, fmt.Errorf("open journal %s: %w", path, err)
+		return refuse("", err)
 	}
 	if err := j.checkSchema(ctx); err != nil {
-		return nil, fmt.Errorf("open journal %s: %w", path, err)
+		return refuse("", err)
 	}
 	if err := j.setWAL(ctx, opts.BusyTimeout); err != nil {
-		return nil, fmt.Errorf("open journal %s: set WAL mode: %w", path, err)
+		return refuse("set WAL mode: ", err)
 	}
 	if err := j.migrate(ctx); err != nil {
-		return nil, fmt.Errorf("open journal %s: %w", path, err)
+		return refuse("", err)
 	}
 	if j.read, err = sql.Open("sqlite", dsn+"&_pragma=query_only(1)"); err != nil {
-		return nil, fmt.Errorf("open journal %s: %w", path, err)
+		return refuse("", err)
 	}
 	j.read.SetMaxOpenConns(4)
 	j.read.SetMaxIdleConns(4)
 	if j.owner, err = acquireOwner(path); err != nil {
-		return nil, fmt.Errorf("open journal %s: %w", path, err)
+		return refuse("", err)
 	}
 	go j.writer()
 	if !opts.SkipRecovery {
 		if j.recovered, err = j.Recover(ctx); err != nil {
 			j.Close()
-			return nil, fmt.Errorf("open journal %s: recover: %w", path, err)
+			ok = true // Close has done what closeHandles would
+			return refuse("recover: ", err)
 		}
 	}
 	ok = true
@@ -207,32 +219,6 @@ func createFile(path string) error {
 	return f.Close()
 }
 
-// checkHeader refuses a non-empty file that is not SQLite before the driver
-// touches it.
-func checkHeader(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if st.IsDir() {
-		return fmt.Errorf("%w: it is a folder", ErrNotJournal)
-	}
-	head := make([]byte, 16)
-	n, err := io.ReadFull(f, head)
-	if n == 0 && (err == io.EOF) {
-		return nil // empty: a new journal
-	}
-	if !bytes.Equal(head[:n], []byte("SQLite format 3\x00")) {
-		return fmt.Errorf("%w: the file is not a SQLite database", ErrNotJournal)
-	}
-	return nil
-}
-
 // checkSchema refuses another application's database and a newer schema,
 // reading only.
 func (j *Journal) checkSchema(ctx context.Context) error {
@@ -245,10 +231,7 @@ func (j *Journal) checkSchema(ctx context.Context) error {
 		(SELECT user_version FROM pragma_user_version),
 		(SELECT count(*) FROM sqlite_master)`).Scan(&appID, &version, &tables)
 	if err != nil {
-		if isBusy(err) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", ErrNotJournal, err)
+		return err // classified by Open: the header said SQLite, so this is damage, a lock, ...
 	}
 	if appID == 0 && tables == 0 && version == 0 {
 		return nil // a new, empty database
