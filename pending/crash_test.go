@@ -32,6 +32,8 @@ func TestMain(m *testing.M) {
 		childIntents(os.Getenv("PENDING_DB"))
 	case "classify":
 		childClassify(os.Getenv("PENDING_DB"))
+	case "keys":
+		childKeys(os.Getenv("PENDING_DB"))
 	}
 }
 
@@ -68,6 +70,27 @@ func childClassify(path string) {
 	}
 	j.Close()
 	fmt.Println("opened")
+}
+
+// childKeys opens the journal and prints the key of every call, one a line,
+// then "end".
+func childKeys(path string) {
+	ctx := context.Background()
+	j, err := Open(ctx, path, Options{})
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	calls, err := j.List(ctx, Filter{})
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	for _, c := range calls {
+		fmt.Println(c.Key)
+	}
+	j.Close()
+	fmt.Println("end")
 }
 
 // childOpen opens the journal, says how that went, and closes it.

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -15,9 +17,11 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// The journal's soundness: a file SQLite cannot keep consistent (a
-// truncated tail) is refused before a row can be lost, and every error of
-// Open says which cause it is.
+// The journal's identity and soundness (SPEC §9 "Journal identity"): the
+// file is known by what it is, not by the path typed; a file SQLite cannot
+// keep consistent (hard links, a truncated tail, a WAL replaced under a
+// running process) is refused or reported before a row can be lost; and
+// every error of Open says which of these, or which other cause, it is.
 
 // typedError is an error callers branch on with errors.Is(err, kind) that
 // keeps its cause reachable (errors.As finds the driver's *sqlite.Error or
@@ -46,7 +50,8 @@ func (e *typedError) Unwrap() []error {
 }
 
 // typedKinds are the sentinels an error of Open may already carry.
-var typedKinds = []error{ErrNotJournal, ErrNewerSchema, ErrCorrupt, ErrDiskFull, ErrReadOnly, ErrLocked}
+var typedKinds = []error{ErrNotJournal, ErrNewerSchema, ErrHardLinked, ErrCorrupt, ErrDiskFull,
+	ErrReadOnly, ErrLocked, ErrJournalReplaced}
 
 // classify gives an error met while opening the journal the kind of what
 // went wrong, from SQLite's result code or the system's errno. An error
@@ -106,6 +111,43 @@ func canNotOpen(err error, path string) error {
 		}
 	}
 	return err
+}
+
+// resolvePath is the journal's own path: absolute, with every symlink and
+// ".." resolved, so that every process reaching the file by any path agrees
+// on its owners folder (SQLite resolves symlinks for its -wal and -shm the
+// same way). The file must exist.
+func resolvePath(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", err
+	}
+	if strings.ContainsAny(real, "?#") {
+		return "", fmt.Errorf("the journal's real path %s may not contain '?' or '#'", real)
+	}
+	return real, nil
+}
+
+// checkLinks refuses a journal file with more than one hard link: SQLite
+// names its WAL after the path, so two processes using two links would
+// write two WAL files and lose committed rows.
+func checkLinks(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return nil // a folder, say: checkHeader says what it is
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Nlink > 1 {
+		return &typedError{kind: ErrHardLinked, msg: fmt.Sprintf(
+			"the journal has %d hard links; SQLite does not support that: use one path (remove the extra links)", sys.Nlink)}
+	}
+	return nil
 }
 
 // sqliteMagic opens every SQLite database file.
@@ -176,6 +218,48 @@ var errShort = &typedError{kind: ErrCorrupt, msg: "the journal is damaged (file 
 func hasContent(path string) bool {
 	st, err := os.Stat(path)
 	return err == nil && st.Size() > 0
+}
+
+// fileIDs is what the journal's files were when Open had made them: the
+// database file and its WAL. SQLite keeps its descriptor of each open for as
+// long as the writer connection lives, so neither inode can be reused, and
+// it never removes or recreates either while a connection of this process
+// is open (checkpoints reuse or truncate the WAL in place; another process's
+// close leaves it alone while this one holds the WAL index). So a file at
+// either path that is missing or another one means someone removed or
+// replaced it: this process's commits would go where no other process reads
+// them.
+type fileIDs struct {
+	db, wal fs.FileInfo
+}
+
+func statFiles(path string) (fileIDs, error) {
+	db, err := os.Stat(path)
+	if err != nil {
+		return fileIDs{}, err
+	}
+	wal, err := os.Stat(path + "-wal")
+	if err != nil {
+		return fileIDs{}, fmt.Errorf("the WAL of a journal in WAL mode: %w", err)
+	}
+	return fileIDs{db: db, wal: wal}, nil
+}
+
+// check returns ErrJournalReplaced when the file at path or path-wal is no
+// longer the one Open found.
+func (ids fileIDs) check(path string) error {
+	if ids.db == nil {
+		return nil
+	}
+	if st, err := os.Stat(path + "-wal"); err != nil || !os.SameFile(st, ids.wal) {
+		return &typedError{kind: ErrJournalReplaced, msg: fmt.Sprintf("the journal's WAL file %s-wal was removed or "+
+			"replaced while open; committed rows may be lost; stop every mcp-confirm process using this journal and check it", path)}
+	}
+	if st, err := os.Stat(path); err != nil || !os.SameFile(st, ids.db) {
+		return &typedError{kind: ErrJournalReplaced, msg: fmt.Sprintf("the journal file %s was removed or "+
+			"replaced while open; committed rows may be lost; stop every mcp-confirm process using this journal and check it", path)}
+	}
+	return nil
 }
 
 // QuickCheck runs SQLite's quick_check over the whole journal and returns

@@ -27,9 +27,9 @@ func errorKinds(err error) string {
 		name string
 		err  error
 	}{
-		{"ErrNotJournal", ErrNotJournal}, {"ErrNewerSchema", ErrNewerSchema},
+		{"ErrNotJournal", ErrNotJournal}, {"ErrNewerSchema", ErrNewerSchema}, {"ErrHardLinked", ErrHardLinked},
 		{"ErrCorrupt", ErrCorrupt}, {"ErrDiskFull", ErrDiskFull}, {"ErrReadOnly", ErrReadOnly},
-		{"ErrLocked", ErrLocked},
+		{"ErrLocked", ErrLocked}, {"ErrJournalReplaced", ErrJournalReplaced},
 	} {
 		if errors.Is(err, k.err) {
 			names = append(names, k.name)
@@ -84,6 +84,43 @@ func assertInFlight(t *testing.T, j *Journal, ids ...int64) {
 	}
 }
 
+// A process that reaches the journal through a symlink, or a path with
+// "..", is the same owner to every other process: its calls stay in flight
+// while it lives.
+func TestJournalReachedBySymlinkKeepsLiveOwners(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "journal.db")
+	newJournal(t, path)
+	link := filepath.Join(dir, "link.db")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	_, out, _ := startChild(t, "intent", "PENDING_DB="+link)
+	id := readRecorded(t, out)
+
+	j := openTest(t, path)
+	assertInFlight(t, j, id)
+
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Path() != real {
+		t.Fatalf("Path() = %s, want %s", j.Path(), real)
+	}
+	for _, p := range []string{link, filepath.Join(dir, "sub", "..", "journal.db")} {
+		os.Mkdir(filepath.Join(dir, "sub"), 0o700)
+		k := openTest(t, p)
+		if k.Path() != real {
+			t.Fatalf("opened as %s: Path() = %s, want %s", p, k.Path(), real)
+		}
+		assertInFlight(t, k, id)
+	}
+	if _, err := os.Stat(ownersDir(link)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("an owners folder beside the symlink: %v", err)
+	}
+}
+
 // A cleanup that empties the owners folder while an owner lives: the owner
 // puts its lock back before its next durable commit, and no other process
 // recovers its calls.
@@ -123,6 +160,198 @@ func TestOwnersFolderRemovedUnderLiveOwner(t *testing.T) {
 
 	j := openTest(t, path)
 	assertInFlight(t, j, first, second)
+}
+
+// Two hard links of one journal would be two WAL files: refused, by either
+// name, before anything is written.
+func TestHardLinkedJournalRefused(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "journal.db")
+	j := openTest(t, path)
+	if _, err := j.RecordIntent(ctx, intent("create_order", `{"item":"widget"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "other.db")
+	if err := os.Link(path, link); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, link} {
+		k, err := Open(ctx, p, Options{})
+		if err == nil {
+			k.Close()
+			t.Fatalf("opened %s with two hard links", p)
+		}
+		if !errors.Is(err, ErrHardLinked) || !strings.Contains(err.Error(), "the journal has 2 hard links") {
+			t.Fatalf("open %s: %v (%s)", p, err, errorKinds(err))
+		}
+	}
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Fatal("a refused open changed the file")
+	}
+	for _, p := range []string{path + "-wal", link + "-wal", ownersDir(link)} {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("%s after a refused open: %v", p, err)
+		}
+	}
+}
+
+// childKeyList runs a child that opens the journal and lists its calls' keys.
+func childKeyList(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	_, out, _ := startChild(t, "keys", "PENDING_DB="+path)
+	keys := map[string]bool{}
+	for {
+		line, err := out.ReadString('\n')
+		line = strings.TrimSpace(line)
+		if err != nil || strings.HasPrefix(line, "error") {
+			t.Fatalf("child: %q %v", line, err)
+		}
+		if line == "end" {
+			return keys
+		}
+		keys[line] = true
+	}
+}
+
+// Removing the WAL and its index under a running process (a cleanup of
+// "*-wal *-shm") would have its later commits go to a file no one else
+// reads. The next write fails, and so does every one after it; reads on the
+// connections already open go on; Close says so too.
+func TestRemovedWALFailsWrites(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	newJournal(t, path)
+	j, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := j.RecordIntent(ctx, intent("create_order", `{"n":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A process that has been running has read through its read connection
+	// (one opened after the removal would find no WAL to read).
+	if _, err := j.Get(ctx, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if err := os.Remove(path + suffix); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second := intent("create_order", `{"n":2}`)
+	if _, err := j.RecordIntent(ctx, second); !errors.Is(err, ErrJournalReplaced) {
+		t.Fatalf("intent after the WAL was removed: %v", err)
+	} else if !strings.Contains(err.Error(), path+"-wal was removed or replaced while open") {
+		t.Fatalf("message: %v", err)
+	}
+	third := intent("create_order", `{"n":3}`)
+	if _, err := j.RecordIntent(ctx, third); !errors.Is(err, ErrJournalReplaced) {
+		t.Fatalf("the next intent: %v", err)
+	}
+	if err := j.RecordOutcome(ctx, first.ID, 1, Outcome{Event: EventSucceeded}); !errors.Is(err, ErrJournalReplaced) {
+		t.Fatalf("an outcome (lazy commit): %v", err)
+	}
+	if c, err := j.Get(ctx, first.ID); err != nil || c.State != StateInFlight {
+		t.Fatalf("read after: %+v %v", c, err)
+	}
+	if err := j.Close(); !errors.Is(err, ErrJournalReplaced) {
+		t.Fatalf("close: %v", err)
+	}
+	// Another process sees neither refused intent.
+	keys := childKeyList(t, path)
+	if keys[second.Key] || keys[third.Key] {
+		t.Fatalf("a refused intent reached the journal: %v", keys)
+	}
+}
+
+// The same for a WAL replaced by another file while open.
+func TestReplacedWALFailsWrites(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	newJournal(t, path)
+	j := openTest(t, path)
+	if _, err := j.RecordIntent(ctx, intent("create_order", `{"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+"-wal", path+"-wal.old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path+"-wal", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.RecordIntent(ctx, intent("create_order", `{"n":2}`)); !errors.Is(err, ErrJournalReplaced) {
+		t.Fatalf("intent after the WAL was replaced: %v", err)
+	}
+}
+
+// What SQLite does with the WAL while this process has the journal open:
+// other processes opening, writing (past the automatic checkpoint) and
+// closing it, and checkpoints of every kind, reuse the same file. None of
+// it may be taken for a replaced WAL.
+func TestWALKeptAcrossOtherProcessesAndCheckpoints(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	newJournal(t, path)
+	j := openTest(t, path)
+	if _, err := j.RecordIntent(ctx, intent("create_order", `{"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		_, out, _ := startChild(t, "open", "PENDING_DB="+path)
+		if line, err := out.ReadString('\n'); err != nil || strings.TrimSpace(line) != "opened" {
+			t.Fatalf("child %d: %q %v", i, line, err)
+		}
+	}
+	if _, err := j.RecordIntent(ctx, intent("create_order", `{"n":2}`)); err != nil {
+		t.Fatalf("after other processes opened and closed: %v", err)
+	}
+	// A process that writes enough for SQLite's automatic checkpoint, then
+	// closes.
+	cmd, out, stdin := startChild(t, "bulk", "PENDING_DB="+path, "PENDING_TAG=x", "PENDING_N=150")
+	if line, err := out.ReadString('\n'); err != nil || strings.TrimSpace(line) != "done" {
+		t.Fatalf("bulk child: %q %v", line, err)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.RecordIntent(ctx, intent("create_order", `{"n":3}`)); err != nil {
+		t.Fatalf("after another process wrote and closed: %v", err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"PASSIVE", "FULL", "RESTART", "TRUNCATE"} {
+		if _, err := db.ExecContext(ctx, "PRAGMA wal_checkpoint("+mode+")"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := j.RecordIntent(ctx, intent("create_order", `{"checkpoint":"`+mode+`"}`)); err != nil {
+			t.Fatalf("after checkpoint %s: %v", mode, err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.RecordIntent(ctx, intent("create_order", `{"n":4}`)); err != nil {
+		t.Fatalf("after another connection closed: %v", err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
 }
 
 // A journal whose tail is gone (a truncated copy, a disk that lost it) is

@@ -25,6 +25,8 @@ var (
 	ErrNewerSchema = errors.New("journal was written by a newer mcp-confirm")
 	ErrNoSuchCall  = errors.New("no such call")
 	ErrClosed      = errors.New("journal closed")
+	// ErrHardLinked: the file has more than one hard link (refused).
+	ErrHardLinked = errors.New("the journal has more than one hard link")
 	// ErrCorrupt: the file says it is SQLite but is damaged.
 	ErrCorrupt = errors.New("the journal is damaged")
 	// ErrDiskFull: no space left for the journal, its WAL or its lock files.
@@ -33,6 +35,10 @@ var (
 	ErrReadOnly = errors.New("the journal cannot be written (read-only file, folder or file system)")
 	// ErrLocked: another process held a lock on it past Options.BusyTimeout.
 	ErrLocked = errors.New("the journal is locked by another process")
+	// ErrJournalReplaced: the journal's WAL (or the file itself) was removed
+	// or replaced while this process had it open. The write that found it
+	// and every later one fail; reads go on.
+	ErrJournalReplaced = errors.New("the journal's WAL file was removed or replaced while open")
 )
 
 // Options tune Open. The zero value is what the product uses.
@@ -57,6 +63,8 @@ type Journal struct {
 	writes chan *writeReq
 	done   chan struct{}
 	owner  *ownerLock
+	files  fileIDs // the file and WAL Open found; checked before each commit
+	broken error   // ErrJournalReplaced once found; writer goroutine, then Close
 
 	recovered []int64 // calls turned unknown by recovery on open
 	version   versionConn
@@ -88,7 +96,9 @@ func DefaultPath(getenv func(string) string) (string, error) {
 // Open opens or creates the journal at path, runs pending migrations, and
 // recovers in-flight calls whose owner process is gone. A file that is not a
 // journal, or one from a newer schema, is refused before anything is written,
-// and so is one shorter than its header says.
+// and so are a file with more than one hard link and one shorter than its
+// header says. The journal is known by its real path (symlinks resolved),
+// whatever path reached it.
 func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -100,6 +110,14 @@ func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
 		return nil, fmt.Errorf("open journal %s: the path may not contain '?' or '#'", path)
 	}
 	if err := createFile(path); err != nil {
+		return nil, fmt.Errorf("open journal %s: %w", path, classify(err))
+	}
+	real, err := resolvePath(path)
+	if err != nil {
+		return nil, fmt.Errorf("open journal %s: %w", path, classify(err))
+	}
+	path = real
+	if err := checkLinks(path); err != nil {
 		return nil, fmt.Errorf("open journal %s: %w", path, classify(err))
 	}
 	if err := checkHeader(path); err != nil {
@@ -115,7 +133,6 @@ func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
 	refuse := func(what string, err error) (*Journal, error) {
 		return nil, fmt.Errorf("open journal %s: %s%w", path, what, classify(canNotOpen(err, path)))
 	}
-	var err error
 	dsn := fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)", path, opts.BusyTimeout.Milliseconds())
 	if j.wdb, err = sql.Open("sqlite", dsn); err != nil {
 		return refuse("", err)
@@ -131,6 +148,9 @@ func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
 		return refuse("set WAL mode: ", err)
 	}
 	if err := j.migrate(ctx); err != nil {
+		return refuse("", err)
+	}
+	if j.files, err = statFiles(path); err != nil {
 		return refuse("", err)
 	}
 	if j.read, err = sql.Open("sqlite", dsn+"&_pragma=query_only(1)"); err != nil {
@@ -153,7 +173,7 @@ func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
 	return j, nil
 }
 
-// Path is the journal file's path.
+// Path is the journal file's real path: absolute, symlinks resolved.
 func (j *Journal) Path() string { return j.path }
 
 // Owner is this process's liveness token, stored on the calls it sends.
@@ -175,6 +195,16 @@ func (j *Journal) Close() error {
 	}
 	close(j.writes)
 	<-j.done
+	if j.broken == nil {
+		j.broken = j.files.check(j.path)
+	}
+	if j.broken != nil {
+		// The WAL this process wrote is not the journal's any more. Closing
+		// the last connection would have SQLite copy it into the file, over
+		// whatever other processes committed meanwhile: the connections are
+		// left open, and the rows only this process saw die with it.
+		return errors.Join(j.broken, j.owner.release())
+	}
 	return j.closeHandles()
 }
 

@@ -90,6 +90,10 @@ func (j *Journal) writer() {
 }
 
 func (j *Journal) commitBatch(ctx context.Context, batch []*writeReq, level durability) {
+	if j.broken != nil {
+		fail(batch, j.broken)
+		return
+	}
 	if _, err := j.wconn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		fail(batch, fmt.Errorf("begin: %w", err))
 		return
@@ -113,10 +117,16 @@ func (j *Journal) commitBatch(ctx context.Context, batch []*writeReq, level dura
 	}
 }
 
-// beforeCommit checks, just before a batch commits, for a durable batch (an
-// intent, a decision), that this owner's lock file is in place, put back if
-// something removed it.
+// beforeCommit checks, just before a batch commits, that the commit will
+// land where every other process reads: the journal's WAL and file are
+// still the ones Open found (else this and every later write fail with
+// ErrJournalReplaced), and, for a durable batch (an intent, a decision),
+// that this owner's lock file is in place, put back if something removed it.
 func (j *Journal) beforeCommit(level durability) error {
+	if err := j.files.check(j.path); err != nil {
+		j.broken = err
+		return err
+	}
 	if level == durable {
 		return j.owner.ensure()
 	}
