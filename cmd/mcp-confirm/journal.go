@@ -23,17 +23,34 @@ func openJournal(ctx context.Context, e *env, g *globalOpts) (*pending.Journal, 
 	}
 	j, err := pending.Open(ctx, path, pending.Options{})
 	if err != nil {
-		hint := "check the path, or pass another with --db"
-		switch {
-		case errors.Is(err, pending.ErrNotJournal):
-			hint = "this file is not an mcp-confirm journal; pass the journal's path with --db"
-		case errors.Is(err, pending.ErrNewerSchema):
-			hint = "upgrade mcp-confirm to read it; nothing was changed"
-		}
-		fmt.Fprintf(e.stderr, "mcp-confirm: cannot open the journal: %v\n%s.\n", err, capitalize(hint))
+		fmt.Fprintf(e.stderr, "mcp-confirm: cannot open the journal: %v\n%s.\n", err, capitalize(openHint(err, path)))
 		return nil, exitUnavailable
 	}
 	return j, exitOK
+}
+
+// openHint says what to do about an error of pending.Open, by its cause.
+func openHint(err error, path string) string {
+	switch {
+	case errors.Is(err, pending.ErrNotJournal):
+		return "this file is not an mcp-confirm journal; pass the journal's path with --db"
+	case errors.Is(err, pending.ErrNewerSchema):
+		return "upgrade mcp-confirm to read it; nothing was changed"
+	case errors.Is(err, pending.ErrHardLinked):
+		return "find its other names with 'find / -xdev -samefile " + path + "', remove all but one, and use that one"
+	case errors.Is(err, pending.ErrCorrupt):
+		return "stop every mcp-confirm using it before you restore it; " +
+			"the outcome of calls sent since the backup is to be checked on their servers"
+	case errors.Is(err, pending.ErrDiskFull):
+		return "free space on the disk that holds the journal, then run the command again; nothing was sent"
+	case errors.Is(err, pending.ErrReadOnly):
+		return "this user cannot write the journal or its folder (mcp-confirm writes a WAL and lock files beside it): " +
+			"fix the permissions or the mount, or pass another path with --db"
+	case errors.Is(err, pending.ErrLocked):
+		return "another process held the journal locked too long; run the command again, " +
+			"or stop the process that holds it (a stuck mcp-confirm, a sqlite3 shell in a transaction)"
+	}
+	return "check the path, or pass another with --db"
 }
 
 func capitalize(s string) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/mcp-confirm/mcp-confirm/pending"
@@ -13,6 +14,7 @@ import (
 func runStats(ctx context.Context, e *env, args []string) int {
 	var g globalOpts
 	fs := newFlagSet("stats", &g)
+	check := fs.Bool("check", false, "check the journal file for damage (SQLite quick_check): exit 0 if sound, 5 if damaged")
 	pos, done := parseFlags(fs, args, e)
 	if done >= 0 {
 		return done
@@ -26,6 +28,9 @@ func runStats(ctx context.Context, e *env, args []string) int {
 		return code
 	}
 	defer j.Close()
+	if *check {
+		return checkJournal(ctx, e, j, g.json)
+	}
 	st, err := j.Stats(ctx)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "mcp-confirm stats: %v\n", err)
@@ -66,6 +71,37 @@ func runStats(ctx context.Context, e *env, args []string) int {
 		st.DedupeHits, st.SessionsStarted, st.Recoveries, st.LateResults, st.Conflicts)
 	if r := st.TimeToResolve; r.Count > 0 {
 		fmt.Fprintf(e.stdout, "time to resolve an unknown: median %.0fs, p90 %.0fs, max %.0fs (%d calls)\n", r.Median, r.P90, r.Max, r.Count)
+	}
+	return exitOK
+}
+
+// checkJournal is 'stats --check': SQLite's quick_check over the journal.
+func checkJournal(ctx context.Context, e *env, j *pending.Journal, asJSON bool) int {
+	problems, err := j.QuickCheck(ctx)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "mcp-confirm stats: check the journal: %v\n", err)
+		return exitUnavailable
+	}
+	if asJSON {
+		if code := writeJSON(e, struct {
+			OK       bool     `json:"ok"`
+			Problems []string `json:"problems"`
+		}{len(problems) == 0, append([]string{}, problems...)}); code != exitOK {
+			return code
+		}
+	} else if len(problems) == 0 {
+		fmt.Fprintln(e.stdout, "journal ok")
+	} else {
+		fmt.Fprintf(e.stdout, "journal damaged: %s\n", j.Path())
+		for _, p := range problems {
+			for _, line := range strings.Split(p, "\n") {
+				fmt.Fprintf(e.stdout, "  %s\n", termtext.Line(line))
+			}
+		}
+		fmt.Fprintln(e.stdout, "Stop every mcp-confirm using it and restore it from a backup.")
+	}
+	if len(problems) > 0 {
+		return exitUnavailable
 	}
 	return exitOK
 }
