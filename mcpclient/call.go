@@ -36,8 +36,9 @@ type CallOptions struct {
 	// session's reader has it (and has handled the server's lines before
 	// it), on that goroutine, ahead of the caller's own goroutine waking up:
 	// a proxy passes a read's answer on from there. It
-	// gets only what Call will report: a tool result (valid JSON, not
-	// input_required) or a JSON-RPC error, each to a request not cancelled.
+	// gets only what Call will report: a usable answer (AnswerResult, see
+	// ClassifyResult, or AnswerRPCError), to a request not cancelled; never
+	// an unusable one, nor a second answer.
 	// It is decided while the call is running, but when a clock fires just as
 	// the answer comes it may run while, or just after, Call returns (with
 	// that same answer): a caller that acts on both must let only one of
@@ -134,8 +135,8 @@ func (c *Client) callOn(ctx context.Context, s *session, tool string, args map[s
 		out = Outcome{Kind: OutcomeNotSent, Session: s.n, EndedAt: time.Now(),
 			Err: fmt.Errorf("call %s: %w", tool, s.lostError())}
 	} else {
-		res, err := s.toolsCall(callCtx, wc, args, rawArgs)
-		out = s.tap.finish(wc, res, err, ctx, callCtx, stopClocks)
+		err := s.toolsCall(callCtx, wc, args, rawArgs)
+		out = s.tap.finish(wc, err, ctx, callCtx, stopClocks)
 		if out.Kind == OutcomeUnknown && out.Reason == ReasonConnectionLost {
 			out.Err = fmt.Errorf("call %s: %w", tool, s.lostError())
 		} else if out.Err != nil && out.Kind != OutcomeRPCError {
@@ -149,9 +150,11 @@ func (c *Client) callOn(ctx context.Context, s *session, tool string, args map[s
 	return out
 }
 
-// finish decides the outcome of a call once toolsCall has returned, from
-// what it says and from what the tap saw on the wire.
-func (t *tap) finish(wc *wireCall, res json.RawMessage, err error, parent, callCtx context.Context, stopClocks func()) Outcome {
+// finish decides the outcome of a call once toolsCall has returned: from the
+// answer to its last request when one came (whatever toolsCall made of it:
+// the clock may have fired, or the pipe closed, just as it came), classified
+// once, the same way everywhere; else from why toolsCall gave up.
+func (t *tap) finish(wc *wireCall, err error, parent, callCtx context.Context, stopClocks func()) Outcome {
 	t.mu.Lock()
 	// From here on, progress for this call is ignored and any answer to it
 	// is late.
@@ -172,53 +175,58 @@ func (t *tap) finish(wc *wireCall, res json.RawMessage, err error, parent, callC
 	isTransport := errors.As(err, &terr)
 
 	switch {
-	case err == nil:
-		out.Kind, out.ResultJSON = OutcomeResult, res
 	case last == nil:
 		// Not one byte of any request for this call reached the pipe.
 		out.Kind, out.Err = OutcomeNotSent, err
-	case resp != nil && resp.rpcErr != nil && !resp.afterCancel:
-		// The server answered with an error before any cancel of ours.
-		out.Kind, out.RPCError, out.Err = OutcomeRPCError, resp.rpcErr, resp.rpcErr
-	case isTransport && resp.resultJSON() != nil:
-		// The answer came in while the call was giving up on it (the clock
-		// fired, or the pipe closed right after the last line): an answer is
-		// an answer.
-		// Except a tool error that answers our cancel: it says how the
-		// handler stopped, not whether the work took effect, so the call
-		// stays unknown and the answer goes out as late evidence below.
-		raw := resp.resultJSON()
-		if isError, ok := resultIsError(raw); ok && !(isError && resp.afterCancel) {
-			out.Kind, out.ResultJSON = OutcomeResult, raw
-			break
-		}
-		fallthrough
-	default:
+	case resp == nil:
 		out.Kind = OutcomeUnknown
 		out.Reason, out.Err = unknownReason(err, parent, callCtx, isTransport)
+	default:
+		switch class := resp.classify(); {
+		case class == AnswerRPCError && !resp.afterCancel:
+			// The server answered with an error before any cancel of ours.
+			out.Kind, out.RPCError, out.Err = OutcomeRPCError, resp.rpcErr, resp.rpcErr
+		case class == AnswerResult && !(resp.isError && resp.afterCancel):
+			// A result is a result, even one that came as the call was
+			// giving up on it.
+			out.Kind, out.ResultJSON = OutcomeResult, resp.result
+		case class == AnswerUnusable && !resp.afterCancel:
+			// Not an answer that says anything: unknown, its bytes kept.
+			out.Kind, out.Reason = OutcomeUnknown, ReasonProtocolError
+			out.Raw, out.RawTruncated = bounded(resp.line)
+			out.Why = resp.why
+			out.Err = fmt.Errorf("%w: %s", ErrUnusableAnswer, resp.why)
+		default:
+			// An answer to our cancel: an error or a tool error says how
+			// the handler stopped, not whether the work took effect, and an
+			// unusable one says nothing. The call stays unknown and the
+			// answer goes out as late evidence below.
+			out.Kind = OutcomeUnknown
+			out.Reason, out.Err = unknownReason(err, parent, callCtx, isTransport)
+		}
 	}
 
-	if out.Kind == OutcomeUnknown {
-		// Keep listening for answers to every request of this call; an
-		// answer already seen after our cancel goes out as late evidence.
-		wc.unknown = true
-		for _, r := range wc.reqs {
-			if r.resp == nil {
-				continue
+	for _, r := range wc.reqs {
+		if r.resp == nil {
+			if out.Kind == OutcomeUnknown {
+				continue // keep listening for its answer: it comes late
 			}
 			delete(t.byID, r.id)
-			// Earlier requests of a multi round-trip call were answered
-			// with input_required; only the last one can carry the outcome.
-			if r == last && r.resp.readable() && (r.resp.afterCancel || r.resp.rpcErr == nil) {
-				t.late.push(lateFrom(r))
-			}
+			continue
 		}
-	} else {
-		for _, r := range wc.reqs {
-			delete(t.byID, r.id)
+		// Answered: further answers to it are second answers.
+		delete(t.byID, r.id)
+		t.remember(r)
+		// Earlier requests of a multi round-trip call were answered with
+		// input_required; only the last one can carry the outcome.
+		if out.Kind == OutcomeUnknown && r == last && r.resp.afterCancel {
+			t.late.push(lateFrom(r))
 		}
 	}
-	t.tracked.Store(int32(len(t.byID)))
+	if out.Kind == OutcomeUnknown {
+		wc.unknown = true
+	}
+	t.track()
 	t.mu.Unlock()
 	return out
 }
@@ -236,6 +244,9 @@ func unknownReason(err error, parent, callCtx context.Context, isTransport bool)
 		return ReasonCancelled, fmt.Errorf("cancelled after the request was sent (%w); it may have taken effect", context.Cause(parent))
 	case errorsIsAny(err, transport.ErrTransportClosed) || isTransport:
 		return ReasonConnectionLost, ErrConnectionLost
+	case err == nil:
+		// Answered only after a cancel that left no cause (not expected).
+		return ReasonCancelled, errors.New("answered only after the request was cancelled; it may have taken effect")
 	default:
 		return ReasonProtocolError, fmt.Errorf("no usable answer: %w", err)
 	}

@@ -132,7 +132,40 @@ func (s *lateSink) add(r mcpclient.LateResult) {
 	s.mu.Lock()
 	s.rs = append(s.rs, r)
 	s.mu.Unlock()
-	s.ch <- struct{}{}
+	select {
+	case s.ch <- struct{}{}:
+	default: // a waiter has wake-ups enough queued
+	}
+}
+
+// all returns the late results for key so far, in the order they came.
+func (s *lateSink) all(key string) []mcpclient.LateResult {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var rs []mcpclient.LateResult
+	for _, r := range s.rs {
+		if r.Key == key {
+			rs = append(rs, r)
+		}
+	}
+	return rs
+}
+
+// waitN returns the first n late results for key, or fails after a
+// generous bound.
+func (s *lateSink) waitN(t *testing.T, key string, n int) []mcpclient.LateResult {
+	t.Helper()
+	deadline := time.After(hangGuard)
+	for {
+		if rs := s.all(key); len(rs) >= n {
+			return rs[:n]
+		}
+		select {
+		case <-s.ch:
+		case <-deadline:
+			t.Fatalf("%d late results for %s, want %d: %+v", len(s.all(key)), key, n, s.all(key))
+		}
+	}
 }
 
 // wait returns the first late result for key, or fails after a generous bound.

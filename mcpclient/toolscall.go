@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -31,30 +30,30 @@ import (
 //     token: unique per client, so it cannot collide with the ids mcp-go
 //     gives its own requests (handshake, tools/list).
 
-// errInputRequired: the server asked for input (2026-07-28 multi round-trip)
-// that mcp-confirm has no way to supply. The call was received and did not
-// complete; what it did before asking is the server's to say, so the
-// outcome is unknown rather than failed.
-var errInputRequired = errors.New("the server asked for more input (resultType input_required), which mcp-confirm cannot supply")
-
 // cancelNotifyTimeout bounds writing notifications/cancelled, which is
 // best effort and must not hold up the caller.
 const cancelNotifyTimeout = 5 * time.Second
 
 // toolsCall writes the call's one tools/call request, whose id and
-// progress token are both the call's token, and waits for the answer. It
-// returns the result as the server wrote it; a JSON-RPC error as a plain
-// error (the tap has the error object); a failed write or ctx's end (which
-// is also how a lost session ends a call, see tap.failAll) as a
-// *transport.Error. When ctx ends after the write, the server is sent
+// progress token are both the call's token, and waits for the answer, which
+// it classifies: nil for a usable result; the JSON-RPC error object for an
+// error; an error wrapping ErrUnusableAnswer for anything else (the answer
+// itself, kept by the tap, is what finish decides from). A failed write or
+// ctx's end (which is also how a lost session ends a call, see tap.failAll)
+// is a *transport.Error. When ctx ends after the write, the server is sent
 // notifications/cancelled.
-func (s *session) toolsCall(ctx context.Context, wc *wireCall, args map[string]any, rawArgs json.RawMessage) (json.RawMessage, error) {
+//
+// An answer that asks for input (2026-07-28 multi round-trip) is unusable:
+// mcp-confirm cannot supply it, and resending is the guard's decision alone.
+// The call was received and did not complete; what it did before asking is
+// the server's to say, so the outcome is unknown rather than failed.
+func (s *session) toolsCall(ctx context.Context, wc *wireCall, args map[string]any, rawArgs json.RawMessage) error {
 	params, err := s.toolsCallParams(wc.token, wc.tool, args, rawArgs, wc.key)
 	if err != nil {
-		return nil, fmt.Errorf("encode the arguments: %w", err)
+		return fmt.Errorf("encode the arguments: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, transport.NewError(err)
+		return transport.NewError(err)
 	}
 	wireID := appendString(nil, wc.token)
 	line := make([]byte, 0, len(params)+len(wireID)+64)
@@ -66,26 +65,22 @@ func (s *session) toolsCall(ctx context.Context, wc *wireCall, args map[string]a
 	r, err := s.w.send(wc, string(wireID), line)
 	if err != nil {
 		// finish tells "not sent" (r nil) from sent in part (unknown).
-		return nil, transport.NewError(fmt.Errorf("write the request: %w", err))
+		return transport.NewError(fmt.Errorf("write the request: %w", err))
 	}
 	select {
 	case <-r.answered:
 	case <-ctx.Done():
 		go s.sendCancel(s.mc.GetTransport(), mcp.NewRequestId(wc.token), context.Cause(ctx))
-		return nil, transport.NewError(ctx.Err())
+		return transport.NewError(ctx.Err())
 	}
-	resp := r.resp
-	if resp.rpcErr != nil {
-		return nil, resp.rpcErr
+	switch resp := r.resp; resp.classify() {
+	case AnswerResult:
+		return nil
+	case AnswerRPCError:
+		return resp.rpcErr
+	default:
+		return fmt.Errorf("%w: %s", ErrUnusableAnswer, resp.why)
 	}
-	res := resp.resultJSON()
-	if res == nil {
-		return nil, fmt.Errorf("the answer is neither a result nor an error: %.200s", resp.line)
-	}
-	if err := checkToolResult(res); err != nil {
-		return nil, err
-	}
-	return res, nil
 }
 
 // sendCancel tells the server that we gave up on a request. If the request
@@ -190,46 +185,4 @@ func (s *session) setConnMeta() {
 		frag = append(frag, raw...)
 	}
 	s.connMeta = frag
-}
-
-var (
-	markInputRequired = []byte(`input_required`)
-	markEscape        = []byte(`\u`) // a value could be spelled with escapes
-)
-
-// checkToolResult accepts any JSON object as a tools/call result, except one
-// that asks for input. The result is kept as the server wrote it; its
-// content is the server's business, and its isError is read where needed.
-func checkToolResult(raw json.RawMessage) error {
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return fmt.Errorf("the result is not a JSON object: %.80s", trimmed)
-	}
-	// Most results say "resultType":"complete" or nothing: decoded only
-	// when they could say input_required.
-	if !bytes.Contains(trimmed, markInputRequired) && !bytes.Contains(trimmed, markEscape) {
-		return nil
-	}
-	var r struct {
-		ResultType string `json:"resultType"`
-	}
-	if json.Unmarshal(trimmed, &r) == nil && r.ResultType == string(mcp.ResultTypeInputRequired) {
-		return errInputRequired
-	}
-	return nil
-}
-
-// resultIsError reads a result's isError; ok is false when raw is not a
-// usable tool result.
-func resultIsError(raw json.RawMessage) (isError, ok bool) {
-	if checkToolResult(raw) != nil {
-		return false, false
-	}
-	var r struct {
-		IsError bool `json:"isError"`
-	}
-	if json.Unmarshal(raw, &r) != nil {
-		return false, false
-	}
-	return r.IsError, true
 }

@@ -4,8 +4,12 @@
 //
 // It knows nothing of the journal. What it guarantees the engine is an honest
 // Outcome for every call: a result or a JSON-RPC error only when the server
-// answered, NotSent only when provably no byte of the request reached the
-// server's stdin, and Unknown for everything in between.
+// answered with one that is well formed (ClassifyResult; never what a lenient
+// decoder makes of a broken answer), NotSent only when provably no byte of
+// the request reached the server's stdin, and Unknown for everything in
+// between, an unusable answer included, whose bytes it then carries as
+// evidence. Answers that come after a call ended, and second answers to one
+// request, reach Options.OnLateResult classified the same way.
 package mcpclient
 
 import (
@@ -72,6 +76,9 @@ var (
 	ErrAbsoluteTimeout = errors.New("no response within the maximum total time")
 	ErrConnectionLost  = errors.New("connection to the MCP server lost")
 	ErrClosed          = errors.New("mcp client closed")
+	// ErrUnusableAnswer: the server answered with something that is not a
+	// usable answer (AnswerUnusable); the outcome is unknown.
+	ErrUnusableAnswer = errors.New("the server's answer is not usable")
 )
 
 // RPCError is a JSON-RPC error object as the server sent it.
@@ -103,18 +110,50 @@ type Outcome struct {
 	RPCID      string          // JSON-RPC id of the last tools/call request written; ids restart with every session
 	SentAt     time.Time       // first byte written; zero for OutcomeNotSent
 	EndedAt    time.Time
-	Err        error // nil for OutcomeResult; what went wrong otherwise
+	Err        error // nil for OutcomeResult; what went wrong otherwise (wraps ErrUnusableAnswer when Why is set)
+
+	// Set when the outcome is unknown because the server's answer was not
+	// usable (Reason is then ReasonProtocolError): Raw is the answer line as
+	// received (whitespace around it trimmed), at most 64 KiB of it, cut when
+	// longer (RawTruncated); Why says in a few words what is wrong with it.
+	// Raw is evidence, not JSON: it may be invalid (that may be why it is
+	// unusable, and a cut line always is), so keep it as bytes or text;
+	// json.Marshal fails on a json.RawMessage that is not valid JSON.
+	Raw          json.RawMessage
+	RawTruncated bool
+	Why          string
 }
 
-// LateResult is an answer to a call that had already ended as unknown. It
-// arrives on the same session, from Options.OnLateResult.
+// LateResult is an answer to a call that had already ended as unknown, or
+// (Second) a further answer to a request already answered, however its call
+// ended. It arrives on the same session, from Options.OnLateResult.
+//
+// Class says what the answer is, as for a live one: ResultJSON is set only
+// for AnswerResult, RPCError only for AnswerRPCError; an AnswerUnusable
+// answer has neither, only Raw and Why, and settles nothing (evidence only).
+// Class is never empty in what the session delivers.
 type LateResult struct {
 	Key        string
 	Tool       string
 	Session    int
 	RPCID      string
-	ResultJSON json.RawMessage // the CallToolResult as the server sent it
-	RPCError   *RPCError
+	Class      AnswerClass
+	ResultJSON json.RawMessage // AnswerResult: the CallToolResult as the server sent it
+	RPCError   *RPCError       // AnswerRPCError
+	// AnswerUnusable: the answer line as received, bounded and cut as
+	// Outcome.Raw is (and, like it, not necessarily valid JSON), and what is
+	// wrong with it.
+	Raw          json.RawMessage
+	RawTruncated bool
+	Why          string
+	// Second is true for an answer to a request that had already been
+	// answered: the first answer stands (it is the call's outcome, or the
+	// first LateResult); this one is an event, a conflict when it says
+	// something else. It may arrive before the Call it answers returns.
+	// At most maxSecondAnswers (4) per request are delivered, and only for
+	// the last answeredWindow (1024) answered requests of the session:
+	// anything beyond is dropped (read off the pipe, never passed on).
+	Second bool
 	// AfterCancel is true when we had already cancelled this request: sent
 	// notifications/cancelled for it, or given up the session (which closes
 	// the server's stdin). An error then (mcp-go servers answer -32603

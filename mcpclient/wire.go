@@ -21,8 +21,12 @@ import (
 // call by the unique progress token in _meta (one call is one wire request
 // today; the tap keeps a list per call so it stays right if that changes),
 // outgoing notifications/cancelled are noted, and incoming responses are
-// matched by id and, when they answer a tools/call, kept from mcp-go. The
-// handshake, tools/list and relayed requests still go through mcp-go.
+// matched by id and, when they answer a tools/call, kept from mcp-go: the
+// first answer to a request is its call's (or, once the call has ended as
+// unknown, a late result), a further one is passed on as a second answer
+// (within bounds: maxSecondAnswers, answeredWindow). Every answer is judged
+// by one classifier (answer.go), wherever it goes. The handshake,
+// tools/list and relayed requests still go through mcp-go.
 // It must stay cheap: lines that cannot matter are rejected by a substring
 // test before any JSON is decoded.
 
@@ -53,45 +57,39 @@ type wireReq struct {
 	cancelSent bool // notifications/cancelled for it was written
 	resp       *wireResp
 	answered   chan struct{} // closed when resp is set
+	seconds    int           // further answers passed on as Second (at most maxSecondAnswers)
 }
 
+// wireResp is one answer line. Everything but line, afterCancel and at is
+// set by classify, which reads the line once.
 type wireResp struct {
-	line        []byte          // the whole response line (a copy)
-	result      json.RawMessage // within line, or decoded; nil for an error
-	checked     bool            // result is known to be one valid JSON value
-	rpcErr      *RPCError
+	line []byte // the whole response line (a copy)
+	// Before classify: the result as sliced out of a known layout (a
+	// subslice of line, unchecked), or nil. After: the result member of an
+	// AnswerResult.
+	result      json.RawMessage
+	rpcErr      *RPCError // an AnswerRPCError's error object
 	afterCancel bool
 	at          time.Time
+
+	classified bool
+	class      AnswerClass
+	isError    bool   // AnswerResult: its isError
+	why        string // AnswerUnusable: what is wrong
 }
 
-// resultJSON returns the result, validated. The read loop only sliced it out
-// of mcp-go's fixed layout; if the slice is not one JSON value (a layout with
-// fields after "result"), the line is decoded in full. Safe on a nil
-// receiver. Called by one goroutine at a time: the caller's at finish, or the
-// late queue's after the call ended.
-func (r *wireResp) resultJSON() json.RawMessage {
-	if r == nil || r.result == nil {
-		return nil
+// classify judges the answer, once (judge, answer.go): valid JSON, then
+// exactly one of a usable result and a JSON-RPC error object, else
+// unusable. Called by one goroutine at a time: the read loop's (for
+// OnAnswer, before the answer is shared), the caller's (toolsCall, finish),
+// or the late queue's once the call ended.
+func (r *wireResp) classify() AnswerClass {
+	if !r.classified {
+		r.class, r.isError, r.why = r.judge()
+		r.classified = true
 	}
-	if r.checked {
-		return r.result
-	}
-	if !json.Valid(r.result) {
-		var full struct {
-			Result json.RawMessage `json:"result"`
-		}
-		if json.Unmarshal(r.line, &full) != nil {
-			return nil
-		}
-		r.result = full.Result
-	}
-	r.checked = true
-	return r.result
+	return r.class
 }
-
-// readable: the answer is a result or an error object, not a line that
-// only had our id.
-func (r *wireResp) readable() bool { return r.result != nil || r.rpcErr != nil }
 
 func (c *wireCall) firstSent() time.Time {
 	for _, r := range c.reqs {
@@ -111,6 +109,26 @@ func (c *wireCall) lastWritten() *wireReq {
 	return nil
 }
 
+// maxSecondAnswers bounds the further answers to one request that are
+// passed on (LateResult.Second); more are read and dropped.
+const maxSecondAnswers = 4
+
+// answeredWindow bounds how many answered requests of ended calls a tap
+// remembers, to recognise a second answer to them: the last 1024 of the
+// session. An answer to one answered earlier than that is read off the pipe
+// and dropped, as is one to a request the session never sent.
+const answeredWindow = 1024
+
+// answeredReq is what the tap remembers of an answered request of an ended
+// call (not its answer: a line may be large).
+type answeredReq struct {
+	key, tool  string
+	session    int
+	id         string
+	cancelSent bool
+	seconds    int
+}
+
 type tap struct {
 	session int
 	late    *lateQueue
@@ -119,7 +137,13 @@ type tap struct {
 	byToken map[string]*wireCall // calls still running
 	byID    map[string]*wireReq  // requests we still want the response of
 	gone    bool                 // the session is over: no new calls
-	tracked atomic.Int32         // len(byID), read without the lock
+	// Answered requests of ended calls, for their second answers: at most
+	// answeredWindow, the oldest forgotten first (ring holds their ids in
+	// the order they came, next is where the next one goes).
+	answered map[string]answeredReq
+	ring     []string
+	next     int
+	tracked  atomic.Int32 // len(byID)+len(answered), read without the lock
 
 	// Lines on stdout that are not JSON-RPC: counted for error messages,
 	// since a server that logs to stdout is the most common broken setup.
@@ -129,11 +153,41 @@ type tap struct {
 
 func newTap(session int, late *lateQueue) *tap {
 	return &tap{
-		session: session,
-		late:    late,
-		byToken: map[string]*wireCall{},
-		byID:    map[string]*wireReq{},
+		session:  session,
+		late:     late,
+		byToken:  map[string]*wireCall{},
+		byID:     map[string]*wireReq{},
+		answered: map[string]answeredReq{},
 	}
+}
+
+// track updates tracked after byID or answered changed. Called with mu held.
+func (t *tap) track() { t.tracked.Store(int32(len(t.byID) + len(t.answered))) }
+
+// remember keeps r, answered and no longer in byID, for its second answers,
+// forgetting the oldest beyond answeredWindow. Called with mu held.
+func (t *tap) remember(r *wireReq) {
+	if t.ring == nil {
+		t.ring = make([]string, answeredWindow)
+	}
+	if old := t.ring[t.next]; old != "" {
+		delete(t.answered, old)
+	}
+	t.ring[t.next] = r.id
+	t.next = (t.next + 1) % len(t.ring)
+	t.answered[r.id] = answeredReq{key: r.call.key, tool: r.call.tool, session: r.call.session,
+		id: r.id, cancelSent: r.cancelSent, seconds: r.seconds}
+}
+
+// second passes on a further answer to a request already answered, within
+// the bound. Called with mu held.
+func (t *tap) second(key, tool string, session int, id string, afterCancel bool, seconds *int, line []byte) {
+	if *seconds >= maxSecondAnswers {
+		return
+	}
+	*seconds++
+	resp := &wireResp{line: bytes.Clone(line), afterCancel: afterCancel, at: time.Now()}
+	t.late.push(lateItem{key: key, tool: tool, session: session, rpcID: rpcIDText(id), resp: resp, second: true})
 }
 
 // register adds a call before its request is written. It fails when the
@@ -209,10 +263,34 @@ func parseResponse(line []byte) (id string, result json.RawMessage, ok bool) {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
 	}
-	if json.Unmarshal(line, &m) != nil || m.Method != "" || len(m.ID) == 0 {
+	if err := json.Unmarshal(line, &m); err != nil {
+		return idBeforeDamage(line)
+	}
+	if m.Method != "" || len(m.ID) == 0 {
 		return "", nil, false
 	}
 	return string(bytes.TrimSpace(m.ID)), nil, true
+}
+
+// idBeforeDamage reads the id of a line that is not valid JSON (or nests too
+// deep) when it comes before the damage, and no method does: then the line
+// is an answer to that id, unusable, rather than noise, so that its call
+// ends with the bytes as evidence instead of waiting for its clock.
+func idBeforeDamage(line []byte) (id string, result json.RawMessage, ok bool) {
+	var idVal []byte
+	it := members{b: line, i: 1}
+	for it.next() {
+		switch name, _ := memberName(it.key); string(name) {
+		case "method":
+			return "", nil, false
+		case "id":
+			idVal = it.val
+		}
+	}
+	if !plainID(idVal) {
+		return "", nil, false
+	}
+	return string(idVal), nil, true
 }
 
 // plainID: b is a JSON-RPC id as written by a server in its own layout: a
@@ -254,16 +332,32 @@ func (t *tap) outgoing(p []byte) (undo func()) {
 	id := string(bytes.TrimSpace(m.Params.RequestID))
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	r := t.byID[id]
-	if r == nil || r.cancelSent {
-		return nil
+	if r := t.byID[id]; r != nil {
+		if r.cancelSent {
+			return nil
+		}
+		r.cancelSent = true
+		return func() {
+			t.mu.Lock()
+			r.cancelSent = false
+			t.mu.Unlock()
+		}
 	}
-	r.cancelSent = true
-	return func() {
-		t.mu.Lock()
-		r.cancelSent = false
-		t.mu.Unlock()
+	// Answered, and its call ended before the cancel went out (it is written
+	// off the caller's goroutine): noted for a second answer.
+	if a, ok := t.answered[id]; ok && !a.cancelSent {
+		a.cancelSent = true
+		t.answered[id] = a
+		return func() {
+			t.mu.Lock()
+			if a, ok := t.answered[id]; ok {
+				a.cancelSent = false
+				t.answered[id] = a
+			}
+			t.mu.Unlock()
+		}
 	}
+	return nil
 }
 
 // incoming is called with each complete line read from the child's stdout,
@@ -305,53 +399,58 @@ func (t *tap) incoming(line []byte) (ours bool, deliver func()) {
 
 // record keeps the response line of request id, if it is one of ours, and
 // returns that request, whose answered channel the caller must close, and
-// the call's OnAnswer bound to the answer when it is to be called.
+// the call's OnAnswer bound to the answer when it is to be called. A
+// further answer to a request already answered is ours too: it goes to the
+// late queue as Second, and record returns no request.
 func (t *tap) record(id string, line []byte, result json.RawMessage) (_ *wireReq, pass func(), ours bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r := t.byID[id]
 	if r == nil {
+		if a, ok := t.answered[id]; ok {
+			t.second(a.key, a.tool, a.session, a.id, a.cancelSent || t.gone, &a.seconds, line)
+			t.answered[id] = a
+			return nil, nil, true
+		}
 		return nil, nil, false
 	}
 	if r.resp != nil {
-		return nil, nil, true // a second answer to one request: the first one stands
+		// Answered already, and its call has not ended yet.
+		c := r.call
+		t.second(c.key, c.tool, c.session, r.id, r.cancelSent || t.gone, &r.seconds, line)
+		return nil, nil, true
 	}
 	// Once the session is gone every running call has been cancelled, and
 	// its stdin is about to close, which mcp-go servers treat as a cancel of
 	// everything in flight: an error from then on answers a cancel.
 	resp := &wireResp{afterCancel: r.cancelSent || t.gone, at: time.Now(), line: bytes.Clone(line)}
 	if result != nil {
-		// Sliced out of a known layout; validated off the read loop, by
-		// wireResp.resultJSON. result is a subslice of line, so its offset
+		// Sliced out of a known layout; judged off the read loop, by
+		// wireResp.classify. result is a subslice of line, so its offset
 		// is the difference of their capacities.
 		off := cap(line) - cap(result)
 		resp.result = resp.line[off : off+len(result)]
-	} else {
-		// Another layout, or an error object: decode in full. Rare.
-		var full struct {
-			Result json.RawMessage `json:"result"`
-			Error  *RPCError       `json:"error"`
-		}
-		// A line that is neither leaves both nil: toolsCall reports an
-		// answer it cannot read (the outcome is then unknown).
-		_ = json.Unmarshal(line, &full)
-		resp.result, resp.rpcErr, resp.checked = full.Result, full.Error, true
 	}
 	if c := r.call; c.onAnswer != nil && !c.ended && !resp.afterCancel {
-		// What toolsCall will make of it: an error object first (even beside
-		// a result), else a result validated here, before resp is shared.
-		if resp.rpcErr != nil {
-			pass = func() { c.onAnswer(nil, resp.rpcErr) }
-		} else if res := resp.resultJSON(); res != nil && checkToolResult(res) == nil {
+		// What toolsCall will make of it, judged here, before resp is
+		// shared: only a usable answer is passed on.
+		switch resp.classify() {
+		case AnswerRPCError:
+			e := resp.rpcErr
+			pass = func() { c.onAnswer(nil, e) }
+		case AnswerResult:
+			res := resp.result
 			pass = func() { c.onAnswer(res, nil) }
 		}
 	}
 	r.resp = resp
 	if r.call.ended {
-		// The call already returned to its caller: this is a late answer.
+		// The call already returned to its caller: this is a late answer,
+		// usable or not (the late queue classifies it).
 		delete(t.byID, id)
-		t.tracked.Store(int32(len(t.byID)))
-		if r.call.unknown && resp.readable() {
+		t.remember(r)
+		t.track()
+		if r.call.unknown {
 			t.late.push(lateFrom(r))
 		}
 	}
@@ -437,7 +536,7 @@ func (w *tapWriter) send(c *wireCall, id string, line []byte) (*wireReq, error) 
 	t.mu.Lock()
 	c.reqs = append(c.reqs, r)
 	t.byID[id] = r
-	t.tracked.Store(int32(len(t.byID)))
+	t.track()
 	t.mu.Unlock()
 
 	n, err := w.w.Write(line)
@@ -453,7 +552,7 @@ func (w *tapWriter) send(c *wireCall, id string, line []byte) (*wireReq, error) 
 	if n == 0 {
 		c.reqs = c.reqs[:len(c.reqs)-1]
 		delete(t.byID, id)
-		t.tracked.Store(int32(len(t.byID)))
+		t.track()
 		t.mu.Unlock()
 		return nil, err
 	}
@@ -676,6 +775,7 @@ type lateItem struct {
 	session   int
 	rpcID     string
 	resp      *wireResp
+	second    bool
 }
 
 func newLateQueue() *lateQueue { return &lateQueue{wake: make(chan struct{}, 1)} }
@@ -719,11 +819,21 @@ func (q *lateQueue) run(deliver func(LateResult)) {
 	}
 }
 
+// result classifies the answer, on the late queue's goroutine (a late
+// answer is never judged on the read loop), and says what it is.
 func (it lateItem) result() LateResult {
 	lr := LateResult{
 		Key: it.key, Tool: it.tool, Session: it.session, RPCID: it.rpcID,
-		RPCError: it.resp.rpcErr, AfterCancel: it.resp.afterCancel, At: it.resp.at,
+		AfterCancel: it.resp.afterCancel, At: it.resp.at, Second: it.second,
 	}
-	lr.ResultJSON = it.resp.resultJSON()
+	switch lr.Class = it.resp.classify(); lr.Class {
+	case AnswerResult:
+		lr.ResultJSON = it.resp.result
+	case AnswerRPCError:
+		lr.RPCError = it.resp.rpcErr
+	default:
+		lr.Raw, lr.RawTruncated = bounded(it.resp.line)
+		lr.Why = it.resp.why
+	}
 	return lr
 }

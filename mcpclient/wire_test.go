@@ -25,6 +25,13 @@ func TestParseResponse(t *testing.T) {
 		{"notification", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t"}}`, "", "", false},
 		{"server request", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "", "", false},
 		{"other notification order", `{"method":"notifications/message","jsonrpc":"2.0","params":{"id":3}}`, "", "", false},
+		// Not valid JSON: an answer all the same when its id comes first.
+		{"other layout, malformed", `{"id":"a-1","jsonrpc":"2.0","result":{"content":[],}}`, `"a-1"`, "", true},
+		{"other layout, cut", `{"id":"a-1","jsonrpc":"2.0","result":{"content":[{"type":"te`, `"a-1"`, "", true},
+		{"other layout, too deep", `{"id":7,"jsonrpc":"2.0","result":{"x":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}}`, "7", "", true},
+		{"garbage after an id", `{"id":"a-1" oops`, `"a-1"`, "", true},
+		{"malformed request", `{"id":3,"jsonrpc":"2.0","method":"ping","params":{,}}`, "", "", false},
+		{"damage before the id", `{"jsonrpc":"2.0" oops,"id":"a-1"}`, "", "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,8 +55,8 @@ func TestResultJSONFallsBackToFullDecode(t *testing.T) {
 			t.Fatalf("%s: not a response", line)
 		}
 		r := &wireResp{line: []byte(line), result: result}
-		if got := string(r.resultJSON()); got != `{"content":[]}` {
-			t.Errorf("%s: result = %s", line, got)
+		if class := r.classify(); class != AnswerResult || string(r.result) != `{"content":[]}` {
+			t.Errorf("%s: %s, result = %s (%s)", line, class, r.result, r.why)
 		}
 	}
 }
@@ -134,10 +141,10 @@ func BenchmarkTapLine(b *testing.B) {
 		if c.reqs[0].resp == nil {
 			b.Fatal("response not captured")
 		}
-		if json.RawMessage(c.reqs[0].resp.resultJSON()) == nil {
+		if c.reqs[0].resp.classify() != AnswerResult {
 			b.Fatal("no result")
 		}
-		tp.finish(c, nil, nil, nil, nil, func() {})
+		tp.finish(c, nil, nil, nil, func() {})
 	}
 }
 
@@ -188,8 +195,8 @@ func TestTapReaderTakesOnlyOurAnswers(t *testing.T) {
 	}
 	select {
 	case <-c.reqs[0].answered:
-		if res := c.reqs[0].resp.resultJSON(); string(res) != `{"content":[]}` {
-			t.Errorf("the tap's answer = %s", res)
+		if resp := c.reqs[0].resp; resp.classify() != AnswerResult || string(resp.result) != `{"content":[]}` {
+			t.Errorf("the tap's answer = %s (%s)", resp.result, resp.why)
 		}
 	default:
 		t.Error("the answer did not reach the call")
@@ -231,12 +238,16 @@ func TestOnAnswerGetsWhatToolsCallReports(t *testing.T) {
 	}{
 		{"result", `{"jsonrpc":"2.0","id":"t-1","result":{"content":[]}}`, `{"content":[]}`, ""},
 		{"error", `{"jsonrpc":"2.0","id":"t-1","error":{"code":-32603,"message":"boom"}}`, "", "boom"},
-		// A line with both: toolsCall takes the error when the full decode
-		// finds it, and the result when mcp-go's layout slices the result
-		// out first (the members after it are then never read).
-		{"error and result", `{"jsonrpc":"2.0","id":"t-1","error":{"code":-32603,"message":"both"},"result":{"content":[]}}`, "", "both"},
-		{"result and error", `{"jsonrpc":"2.0","id":"t-1","result":{"content":[]},"error":{"code":-32603,"message":"both"}}`, `{"content":[]}`, ""},
+		// A line with both is unusable, in either order: which one a
+		// decoder takes is not the server's answer.
+		{"error and result", `{"jsonrpc":"2.0","id":"t-1","error":{"code":-32603,"message":"both"},"result":{"content":[]}}`, "", ""},
+		{"result and error", `{"jsonrpc":"2.0","id":"t-1","result":{"content":[]},"error":{"code":-32603,"message":"both"}}`, "", ""},
+		{"null error beside a result", `{"jsonrpc":"2.0","id":"t-1","result":{"content":[]},"error":null}`, `{"content":[]}`, ""},
+		{"null result beside an error", `{"jsonrpc":"2.0","id":"t-1","result":null,"error":{"code":-32603,"message":"e"}}`, "", "e"},
 		{"input required", `{"jsonrpc":"2.0","id":"t-1","result":{"resultType":"input_required","inputRequests":{}}}`, "", ""},
+		{"null result", `{"jsonrpc":"2.0","id":"t-1","result":null}`, "", ""},
+		{"malformed", `{"jsonrpc":"2.0","id":"t-1","result":{"content":[],}}`, "", ""},
+		{"isError not a boolean", `{"jsonrpc":"2.0","id":"t-1","result":{"content":[],"isError":"false"}}`, "", ""},
 		{"neither", `{"jsonrpc":"2.0","id":"t-1"}`, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
