@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite" // pure-Go SQLite driver "sqlite"
@@ -67,6 +68,8 @@ type Journal struct {
 	broken error   // ErrJournalReplaced once found; writer goroutine, then Close
 
 	recovered []int64 // calls turned unknown by recovery on open
+	noteMu    sync.Mutex // guards noteOff (see unrecorded.go)
+	noteOff   int64
 	version   versionConn
 	stmts     map[string]*sql.Stmt // writer goroutine only
 	readStmts readStmts

@@ -110,4 +110,38 @@ END;
 DROP INDEX calls_by_fingerprint;
 CREATE INDEX calls_open_by_fingerprint ON calls (server, tool, fingerprint) WHERE state IN ('in_flight', 'unknown');
 `,
+	// 3: a call knows the server it was made on; a call settled by a late
+	// answer after its caller was told "unknown" keeps holding identical
+	// calls until an operator acknowledges it (SPEC §9). SQLite cannot
+	// change a CHECK constraint, so decisions is rebuilt to allow 'ack'.
+	`
+ALTER TABLE calls ADD COLUMN server_identity TEXT NOT NULL DEFAULT '';  -- how the server was reached (JSON, see guard.ServerIdentity)
+ALTER TABLE calls ADD COLUMN late_settled_at TEXT NOT NULL DEFAULT '';  -- when a late answer settled the call after it was reported unknown
+ALTER TABLE calls ADD COLUMN acked_at        TEXT NOT NULL DEFAULT '';  -- when an operator acknowledged that late settle
+-- the late-settle hold: same server, tool and arguments, settled late, not acknowledged.
+CREATE INDEX calls_late_by_fingerprint ON calls (server, tool, fingerprint) WHERE late_settled_at <> '' AND acked_at = '';
+
+DROP TRIGGER decisions_append_only;
+DROP TRIGGER decisions_never_deleted;
+DROP INDEX decisions_by_call;
+CREATE TABLE decisions_v3 (
+	id       INTEGER PRIMARY KEY,
+	call_id  INTEGER NOT NULL REFERENCES calls (id),
+	action   TEXT    NOT NULL CHECK (action IN ('query', 'retry', 'abandon', 'mark', 'note', 'ack')),
+	operator TEXT    NOT NULL,
+	at       TEXT    NOT NULL,
+	note     TEXT    NOT NULL DEFAULT '',
+	evidence TEXT,                                -- query result, late result, override notes
+	attempt  INTEGER                              -- the attempt a retry started
+);
+INSERT INTO decisions_v3 (id, call_id, action, operator, at, note, evidence, attempt)
+	SELECT id, call_id, action, operator, at, note, evidence, attempt FROM decisions;
+DROP TABLE decisions;
+ALTER TABLE decisions_v3 RENAME TO decisions;
+CREATE INDEX decisions_by_call ON decisions (call_id, id);
+CREATE TRIGGER decisions_append_only BEFORE UPDATE ON decisions
+BEGIN SELECT RAISE(ABORT, 'decisions are append-only'); END;
+CREATE TRIGGER decisions_never_deleted BEFORE DELETE ON decisions
+BEGIN SELECT RAISE(ABORT, 'decisions are append-only'); END;
+`,
 }

@@ -25,9 +25,10 @@ type ownerLock struct {
 	id   string
 	path string
 
-	mu   sync.Mutex
-	f    *os.File    // the locked file; nil once released
-	info fs.FileInfo // f's identity, to tell it from whatever is at path
+	mu    sync.Mutex
+	f     *os.File    // the locked file; nil once released
+	info  fs.FileInfo // f's identity, to tell it from whatever is at path
+	noted bool        // a note was written (unrecorded.go): the file outlives this owner
 }
 
 func ownersDir(journal string) string { return journal + ".owners" }
@@ -60,6 +61,8 @@ func lockFile(final string) (*os.File, fs.FileInfo, error) {
 		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	}
 	if err == nil {
+		// Room for notes, allocated now: on a full disk a note must still fit.
+		_ = prepareNoteSpace(f)
 		err = os.Rename(tmp, final)
 	}
 	if err != nil {
@@ -101,10 +104,27 @@ func (o *ownerLock) release() error {
 	if o.f == nil {
 		return nil
 	}
-	err := os.Remove(o.path)
+	var err error
+	if !o.noted {
+		err = os.Remove(o.path)
+	} // else left for the recovery that reads its notes, which removes it
 	err = errors.Join(err, o.f.Close())
 	o.f = nil
 	return err
+}
+
+// writeNote writes b at off in the lock file's note room.
+func (o *ownerLock) writeNote(b []byte, off int64) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.f == nil {
+		return os.ErrClosed
+	}
+	if _, err := o.f.WriteAt(b, off); err != nil {
+		return err
+	}
+	o.noted = true
+	return o.f.Sync()
 }
 
 // ownerAlive reports whether the owner id still holds its lock. When the
@@ -168,8 +188,13 @@ func (j *Journal) Recover(ctx context.Context) ([]int64, error) {
 			if err != nil {
 				return err
 			}
+			notes := readUnrecorded(filepath.Join(ownersDir(j.path), o+".lock"))
 			for _, id := range ids {
-				if err := loseCall(ctx, c, id, ReasonRecovered, "", now); err != nil {
+				reason := ReasonRecovered
+				if why, ok := notes[id]; ok {
+					reason = why
+				}
+				if err := loseCall(ctx, c, id, reason, "", now); err != nil {
 					return err
 				}
 				if _, err := c.ExecContext(ctx, `INSERT INTO events (at, kind, call_id, detail) VALUES (?, ?, ?, ?)`,

@@ -18,25 +18,47 @@ func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
 
 func parseTime(s string) (time.Time, error) { return time.Parse(timeFormat, s) }
 
-const callColumns = `id, state, reason, server, server_alias, tool, kind, kind_source, key, args, fingerprint,
-	created_at, updated_at, conflict, conflict_note, proposal, owner,
+const callColumns = `id, state, reason, server, server_alias, server_identity, tool, kind, kind_source, key, args,
+	fingerprint, created_at, updated_at, conflict, conflict_note, proposal, owner, late_settled_at, acked_at,
 	(SELECT count(*) FROM attempts a WHERE a.call_id = calls.id)`
 
 type scanner interface{ Scan(dest ...any) error }
 
 func scanCall(s scanner) (Call, error) {
 	var c Call
-	var args, created, updated string
-	if err := s.Scan(&c.ID, &c.State, &c.Reason, &c.Server, &c.ServerAlias, &c.Tool, &c.Kind, &c.KindSource, &c.Key,
-		&args, &c.Fingerprint, &created, &updated, &c.Conflict, &c.ConflictNote, &c.Proposal, &c.Owner, &c.AttemptCount); err != nil {
+	var args, identity, created, updated, lateAt, ackedAt string
+	if err := s.Scan(&c.ID, &c.State, &c.Reason, &c.Server, &c.ServerAlias, &identity, &c.Tool, &c.Kind, &c.KindSource,
+		&c.Key, &args, &c.Fingerprint, &created, &updated, &c.Conflict, &c.ConflictNote, &c.Proposal, &c.Owner,
+		&lateAt, &ackedAt, &c.AttemptCount); err != nil {
 		return Call{}, err
 	}
 	c.Args = json.RawMessage(args)
-	var err1, err2 error
+	if identity != "" {
+		c.ServerIdentity = json.RawMessage(identity)
+	}
+	var err1, err2, err3, err4 error
 	c.CreatedAt, err1 = parseTime(created)
 	c.UpdatedAt, err2 = parseTime(updated)
-	return c, errors.Join(err1, err2)
+	c.LateSettledAt, err3 = parseOptionalTime(lateAt)
+	c.AckedAt, err4 = parseOptionalTime(ackedAt)
+	return c, errors.Join(err1, err2, err3, err4)
 }
+
+// parseOptionalTime reads a time column whose empty text means "not yet".
+func parseOptionalTime(s string) (*time.Time, error) {
+	if s == "" {
+		return nil, nil
+	}
+	t, err := parseTime(s)
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// HoldsLate reports whether the call settled late and still holds identical
+// calls: no operator has acknowledged it yet.
+func (c Call) HoldsLate() bool { return c.LateSettledAt != nil && c.AckedAt == nil }
 
 // Get returns one call with its attempts and decisions, read in one
 // snapshot.
@@ -344,4 +366,17 @@ func queryColumn[T any](ctx context.Context, c *sql.Conn, q string, args ...any)
 		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+// HoldingLate returns the calls that settled late after their caller was
+// told they were unknown and that no operator has acknowledged yet, oldest
+// first: the console's "needs attention" list. It reads only the partial
+// index of such calls, so it costs the same on any journal size.
+func (j *Journal) HoldingLate(ctx context.Context) ([]Call, error) {
+	rows, err := j.read.QueryContext(ctx, "SELECT "+callColumns+
+		" FROM calls INDEXED BY calls_late_by_fingerprint WHERE late_settled_at <> '' AND acked_at = '' ORDER BY created_at, id")
+	if err != nil {
+		return nil, err
+	}
+	return scanCalls(rows)
 }

@@ -8,25 +8,33 @@ import (
 // Call is one business operation: one tool, one argument object, one key.
 // The JSON names are the contract of SPEC §4.
 type Call struct {
-	ID           int64           `json:"id"`
-	State        State           `json:"state"`
-	Reason       string          `json:"reason"`
-	Server       string          `json:"server"`
-	ServerAlias  string          `json:"server_alias,omitempty"`
-	Tool         string          `json:"tool"`
-	Kind         Kind            `json:"kind"`
-	KindSource   KindSource      `json:"kind_source"`
-	Key          string          `json:"key"`
-	Args         json.RawMessage `json:"args"`
-	Fingerprint  string          `json:"fingerprint"`
-	CreatedAt    time.Time       `json:"created_at"`
-	UpdatedAt    time.Time       `json:"updated_at"`
-	Conflict     bool            `json:"conflict"`
-	ConflictNote string          `json:"conflict_note,omitempty"`
-	Proposal     string          `json:"proposal,omitempty"`
-	Owner        string          `json:"-"`
-	Attempts     []Attempt       `json:"attempts,omitempty"`
-	Decisions    []Decision      `json:"decisions,omitempty"`
+	ID          int64  `json:"id"`
+	State       State  `json:"state"`
+	Reason      string `json:"reason"`
+	Server      string `json:"server"`
+	ServerAlias string `json:"server_alias,omitempty"`
+	// ServerIdentity says how the server was reached (guard.ServerIdentity's
+	// JSON); empty for calls recorded before it was kept.
+	ServerIdentity json.RawMessage `json:"server_identity,omitempty"`
+	Tool           string          `json:"tool"`
+	Kind           Kind            `json:"kind"`
+	KindSource     KindSource      `json:"kind_source"`
+	Key            string          `json:"key"`
+	Args           json.RawMessage `json:"args"`
+	Fingerprint    string          `json:"fingerprint"`
+	CreatedAt      time.Time       `json:"created_at"`
+	UpdatedAt      time.Time       `json:"updated_at"`
+	Conflict       bool            `json:"conflict"`
+	ConflictNote   string          `json:"conflict_note,omitempty"`
+	Proposal       string          `json:"proposal,omitempty"`
+	// LateSettledAt is when an answer settled the call after its caller had
+	// been told it was unknown; until AckedAt is set (an operator's ack),
+	// identical calls are held and answered with this call's outcome.
+	LateSettledAt *time.Time `json:"late_settled_at,omitempty"`
+	AckedAt       *time.Time `json:"acked_at,omitempty"`
+	Owner         string     `json:"-"`
+	Attempts      []Attempt  `json:"attempts,omitempty"`
+	Decisions     []Decision `json:"decisions,omitempty"`
 	// AttemptCount is filled by List, which leaves Attempts out.
 	AttemptCount int `json:"attempt_count"`
 }
@@ -64,6 +72,7 @@ const (
 	ActionAbandon Action = "abandon"
 	ActionMark    Action = "mark"
 	ActionNote    Action = "note"
+	ActionAck     Action = "ack" // the operator has seen a late settle; the hold it kept ends
 )
 
 // Decision is an append-only journal row: who decided what, when, and what
@@ -85,6 +94,8 @@ const (
 	EventRecovery       = "recovery"
 	EventLateResult     = "late_result"
 	EventConflict       = "conflict"
+	EventSecondAnswer   = "second_answer" // a further answer to a request already answered
+	EventUnusableAnswer = "unusable_answer"
 )
 
 // ReasonRecovered is the reason a call left in flight by a dead process gets.

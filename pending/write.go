@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Intent is a call as it must exist before its first byte is sent.
@@ -19,17 +20,39 @@ type Intent struct {
 	Key         string
 	Args        json.RawMessage // JSON object, already redacted
 	Fingerprint string          // of the unredacted arguments
-	Session     int             // session the first attempt will go out on
+	// LegacyFingerprint, when set, is the same arguments' fingerprint as an
+	// older mcp-confirm wrote it: the hold also matches calls recorded
+	// before an upgrade changed the form.
+	LegacyFingerprint string
+	// ServerIdentity says how the server was reached (a JSON object).
+	ServerIdentity json.RawMessage
+	Session        int // session the first attempt will go out on
 	// Hold refuses the intent when a call with the same server, tool and
-	// fingerprint is in_flight or unknown (the resend hold, SPEC §3).
-	Hold bool
+	// fingerprint is in_flight or unknown (the resend hold, SPEC §3), or
+	// settled late within LateHold and not yet acknowledged (SPEC §9).
+	Hold     bool
+	LateHold time.Duration
 }
 
-// ErrHeld and ErrKeyExists are wrapped by *HeldError and *KeyExistsError.
+// ErrHeld and ErrKeyExists are wrapped by *HeldError, *LateSettledError
+// and *KeyExistsError.
 var (
 	ErrHeld      = errors.New("an identical call is in flight or unknown")
 	ErrKeyExists = errors.New("key already used")
 )
+
+// LateSettledError names an earlier identical call that its caller was told
+// was unknown and that then settled late: the new call is not sent, and is
+// answered with that call's outcome, until an operator acknowledges it.
+type LateSettledError struct {
+	CallID int64
+	State  State
+}
+
+func (e *LateSettledError) Error() string {
+	return fmt.Sprintf("call %d with the same tool and arguments settled late (%s) and is not yet acknowledged", e.CallID, e.State)
+}
+func (e *LateSettledError) Unwrap() error { return ErrHeld }
 
 // HeldError names the earlier call that holds an identical one back.
 type HeldError struct{ CallID int64 }
@@ -75,19 +98,15 @@ func (j *Journal) RecordIntent(ctx context.Context, in Intent) (Call, error) {
 			return err
 		}
 		if in.Hold {
-			err := j.queryRow(ctx, c, `SELECT id FROM calls WHERE server = ? AND tool = ? AND fingerprint = ?
-				AND state IN ('in_flight', 'unknown') ORDER BY id LIMIT 1`, in.Server, in.Tool, in.Fingerprint).Scan(&other)
-			if err == nil {
-				return &HeldError{CallID: other}
-			}
-			if !errors.Is(err, sql.ErrNoRows) {
+			if err := j.checkHold(ctx, c, in, now); err != nil {
 				return err
 			}
 		}
-		res, err := j.exec(ctx, c, `INSERT INTO calls (server, server_alias, tool, kind, kind_source, key, args,
-			fingerprint, state, owner, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'in_flight', ?, ?, ?)`,
-			in.Server, in.ServerAlias, in.Tool, in.Kind, in.KindSource, in.Key, string(in.Args), in.Fingerprint,
-			j.owner.id, ts, ts)
+		res, err := j.exec(ctx, c, `INSERT INTO calls (server, server_alias, server_identity, tool, kind, kind_source,
+			key, args, fingerprint, state, owner, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'in_flight', ?, ?, ?)`,
+			in.Server, in.ServerAlias, string(in.ServerIdentity), in.Tool, in.Kind, in.KindSource, in.Key,
+			string(in.Args), in.Fingerprint, j.owner.id, ts, ts)
 		if err != nil {
 			return err
 		}
@@ -102,11 +121,47 @@ func (j *Journal) RecordIntent(ctx context.Context, in Intent) (Call, error) {
 		return Call{}, err
 	}
 	return Call{
-		ID: id, State: StateInFlight, Server: in.Server, ServerAlias: in.ServerAlias, Tool: in.Tool,
+		ID: id, State: StateInFlight, Server: in.Server, ServerAlias: in.ServerAlias, ServerIdentity: in.ServerIdentity,
+		Tool: in.Tool,
 		Kind: in.Kind, KindSource: in.KindSource, Key: in.Key, Args: in.Args, Fingerprint: in.Fingerprint,
 		CreatedAt: now, UpdatedAt: now, Owner: j.owner.id, AttemptCount: 1,
 		Attempts: []Attempt{{N: 1, Session: in.Session, SentAt: now, Outcome: OutcomePending}},
 	}, nil
+}
+
+// checkHold is the resend hold, inside the intent's transaction: an
+// identical call still open, or settled late within the hold and not yet
+// acknowledged, keeps the new one from being sent.
+func (j *Journal) checkHold(ctx context.Context, c *sql.Conn, in Intent, now time.Time) error {
+	legacy := in.LegacyFingerprint
+	if legacy == "" {
+		legacy = in.Fingerprint
+	}
+	var other int64
+	var state State
+	err := j.queryRow(ctx, c, `SELECT id FROM calls WHERE server = ? AND tool = ? AND fingerprint IN (?, ?)
+		AND state IN ('in_flight', 'unknown') ORDER BY id LIMIT 1`, in.Server, in.Tool, in.Fingerprint, legacy).Scan(&other)
+	if err == nil {
+		return &HeldError{CallID: other}
+	}
+	if !errors.Is(err, sql.ErrNoRows) || in.LateHold <= 0 {
+		return ignoreNoRows(err)
+	}
+	since := formatTime(now.Add(-in.LateHold))
+	err = j.queryRow(ctx, c, `SELECT id, state FROM calls WHERE server = ? AND tool = ? AND fingerprint IN (?, ?)
+		AND late_settled_at <> '' AND acked_at = '' AND late_settled_at >= ? ORDER BY id DESC LIMIT 1`,
+		in.Server, in.Tool, in.Fingerprint, legacy, since).Scan(&other, &state)
+	if err == nil {
+		return &LateSettledError{CallID: other, State: state}
+	}
+	return ignoreNoRows(err)
+}
+
+func ignoreNoRows(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	return err
 }
 
 func (in Intent) validate() error {
@@ -147,6 +202,10 @@ type Outcome struct {
 	// the request went out on a fresh session, and late answers name that one.
 	RPCID   string
 	Session int
+	// CallerToldUnknown (RecordLateResult only): the caller was told the
+	// call is unknown before this answer came. A late answer that settles
+	// such a call starts the late-settle hold (SPEC §9).
+	CallerToldUnknown bool
 }
 
 func (o Outcome) attemptOutcome() (string, error) {
@@ -232,8 +291,12 @@ func (j *Journal) RecordLateResult(ctx context.Context, callID int64, n int, o O
 			if err != nil {
 				return err
 			}
-			_, err = j.exec(ctx, c, "UPDATE calls SET state = ?, reason = ?, updated_at = ? WHERE id = ?",
-				to, "late result of attempt "+fmt.Sprint(n), ts, callID)
+			lateAt := ""
+			if o.CallerToldUnknown {
+				lateAt = ts
+			}
+			_, err = j.exec(ctx, c, "UPDATE calls SET state = ?, reason = ?, late_settled_at = ?, updated_at = ? WHERE id = ?",
+				to, "late result of attempt "+fmt.Sprint(n), lateAt, ts, callID)
 			return err
 		case state == StateInFlight:
 			return nil // a newer attempt is out; its own answer will settle the call
@@ -354,6 +417,8 @@ func (j *Journal) Decide(ctx context.Context, callID int64, in DecisionInput) er
 	case ActionQuery, ActionNote:
 	case ActionRetry:
 		return errors.New("use Retry to record a retry")
+	case ActionAck:
+		return errors.New("use Ack to record an ack")
 	default:
 		return fmt.Errorf("unknown decision %q", in.Action)
 	}
@@ -420,4 +485,57 @@ func (j *Journal) attemptState(ctx context.Context, c *sql.Conn, callID int64, n
 		err = fmt.Errorf("call %d attempt %d: %w", callID, n, ErrNoSuchCall)
 	}
 	return state, newest, outcome, err
+}
+
+// Ack records that an operator has seen a call that settled late after its
+// caller was told it was unknown, which ends the hold it kept on identical
+// calls (SPEC §9). It changes no state; a call with nothing to acknowledge
+// is refused (wrapping ErrIllegalTransition) and nothing is written.
+func (j *Journal) Ack(ctx context.Context, callID int64, operator, note string) error {
+	if operator == "" {
+		return errors.New("ack without an operator")
+	}
+	ts := formatTime(j.now())
+	return j.write(ctx, durable, func(ctx context.Context, c *sql.Conn) error {
+		var state State
+		var lateAt, ackedAt string
+		err := j.queryRow(ctx, c, "SELECT state, late_settled_at, acked_at FROM calls WHERE id = ?", callID).
+			Scan(&state, &lateAt, &ackedAt)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("call %d: %w", callID, ErrNoSuchCall)
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case lateAt == "":
+			return fmt.Errorf("call %d (%s) did not settle late, so it holds nothing to acknowledge: %w", callID, state, ErrIllegalTransition)
+		case ackedAt != "":
+			return fmt.Errorf("call %d was already acknowledged at %s: %w", callID, ackedAt, ErrIllegalTransition)
+		}
+		if _, err := j.exec(ctx, c, "UPDATE calls SET acked_at = ?, updated_at = ? WHERE id = ?", ts, ts, callID); err != nil {
+			return err
+		}
+		_, err = j.exec(ctx, c, "INSERT INTO decisions (call_id, action, operator, at, note) VALUES (?, 'ack', ?, ?, ?)",
+			callID, operator, ts, note)
+		return err
+	})
+}
+
+// FlagConflict marks a call as contradicted by what the server said (a
+// second, different answer to one request) and records why. It changes no
+// state: the first answer stands, and the operator looks.
+func (j *Journal) FlagConflict(ctx context.Context, callID int64, note string) error {
+	ts := formatTime(j.now())
+	return j.write(ctx, durable, func(ctx context.Context, c *sql.Conn) error {
+		res, err := j.exec(ctx, c, "UPDATE calls SET conflict = 1, conflict_note = ?, updated_at = ? WHERE id = ?", note, ts, callID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("call %d: %w", callID, ErrNoSuchCall)
+		}
+		_, err = j.exec(ctx, c, "INSERT INTO events (at, kind, call_id, detail) VALUES (?, ?, ?, ?)", ts, EventConflict, callID, note)
+		return err
+	})
 }
