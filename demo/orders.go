@@ -155,6 +155,12 @@ func (s *Server) hangAfterCommit(next server.ToolHandlerFunc) server.ToolHandler
 		if !f.hang {
 			return res, err
 		}
+		if s.opts.AnswerAfter > 0 {
+			// Deaf to the cancel: the answer is only late.
+			s.log.Warn("committed, answering late (--answer-after)", "key", idempotencyKey(req), "after", s.opts.AnswerAfter)
+			time.Sleep(s.opts.AnswerAfter)
+			return res, err
+		}
 		s.log.Warn("committed, now hanging without an answer (--hang-after-commit)", "key", idempotencyKey(req))
 		<-ctx.Done()
 		return nil, ctx.Err()

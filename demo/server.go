@@ -33,6 +33,10 @@ type Options struct {
 	DB              string        // database file; "" means a temporary file removed on Close
 	Delay           time.Duration // every create_order takes this long, with progress
 	HangAfterCommit int           // the first N create_order executions commit, then never answer
+	// AnswerAfter, with HangAfterCommit, makes those executions answer
+	// after all, this long after their commit, even if the client gave up
+	// on them meanwhile: the response that was late, not lost.
+	AnswerAfter time.Duration
 	FailRate        float64       // share of create_order executions that fail before committing
 	Seed            uint64        // seeds the fail-rate draws
 	Logger          *slog.Logger  // default: discard

@@ -20,6 +20,7 @@ func runDemoServer(ctx context.Context, e *env, args []string) int {
 	fs.StringVar(&o.DB, "db", "", "the demo's SQLite file (default: a temporary file, removed on exit)")
 	fs.DurationVar(&o.Delay, "delay", 0, "every create_order takes this long, sending progress every 250ms")
 	fs.IntVar(&o.HangAfterCommit, "hang-after-commit", 0, "the first N create_order executions commit, then never answer")
+	fs.DurationVar(&o.AnswerAfter, "answer-after", 0, "with --hang-after-commit: answer after all, this long after the commit (a late, not lost, response)")
 	fs.Float64Var(&o.FailRate, "fail-rate", 0, "share (0 to 1) of create_order executions that fail before committing")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed for --fail-rate draws")
 	if err := fs.Parse(args); err != nil {
@@ -34,6 +35,8 @@ func runDemoServer(ctx context.Context, e *env, args []string) int {
 		return demoUsageError(e, fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
 	case o.Delay < 0:
 		return demoUsageError(e, "--delay must not be negative")
+	case o.AnswerAfter < 0:
+		return demoUsageError(e, "--answer-after must not be negative")
 	case o.HangAfterCommit < 0:
 		return demoUsageError(e, "--hang-after-commit must not be negative")
 	case o.FailRate < 0 || o.FailRate > 1:
