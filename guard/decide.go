@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/mcp-confirm/mcp-confirm/canonical"
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 	"github.com/mcp-confirm/mcp-confirm/pending"
 )
@@ -61,17 +63,28 @@ func (g *Guard) Retry(ctx context.Context, id int64, o RetryOptions) (Result, er
 	return g.send(ctx, call, attempt.N, c.State, tool, keyArg, args, o.OnProgress)
 }
 
-// checkServer refuses a call made on another server unless overridden;
-// the override becomes the decision's evidence.
+// checkServer refuses a call made on another server unless overridden:
+// another declared name, or another way of reaching it (the identity); the
+// override becomes the decision's evidence.
 func (g *Guard) checkServer(c pending.Call, anyServer bool) (json.RawMessage, error) {
 	now := serverName(g.srv.ServerInfo())
-	if now == c.Server {
+	recorded, hasIdentity := ParseServerIdentity(c.ServerIdentity)
+	sameIdentity := !hasIdentity || recorded.Same(g.opts.Server)
+	if now == c.Server && sameIdentity {
 		return nil, nil
 	}
 	if !anyServer {
-		return nil, &ServerMismatchError{CallID: c.ID, Recorded: c.Server, Now: now}
+		e := &ServerMismatchError{CallID: c.ID, Recorded: c.Server, Now: now}
+		if !sameIdentity {
+			e.RecordedIdentity, e.NowIdentity = recorded.String(), g.opts.Server.String()
+		}
+		return nil, e
 	}
-	return json.Marshal(map[string]any{"any_server": true, "recorded_server": c.Server, "server": now})
+	ev := map[string]any{"any_server": true, "recorded_server": c.Server, "server": now}
+	if !sameIdentity {
+		ev["recorded_identity"], ev["identity"] = recorded, g.opts.Server
+	}
+	return json.Marshal(ev)
 }
 
 // restoreArgs rebuilds the arguments of a journaled call: the stored
@@ -96,7 +109,7 @@ func restoreArgs(c pending.Call, keyArg string, redacted map[string]any) (map[st
 	if len(missing) > 0 {
 		return nil, badInput("call %d has redacted arguments (%s) that the journal never stored; give their values with --args", c.ID, strings.Join(missing, ", "))
 	}
-	if Fingerprint(args, keyArg) != c.Fingerprint {
+	if !sameOperation(c.Fingerprint, args, keyArg) {
 		return nil, badInput("the arguments rebuilt for call %d do not match its fingerprint; check the redacted values", c.ID)
 	}
 	return args, nil
@@ -316,9 +329,114 @@ func (g *Guard) Note(ctx context.Context, id int64, note string) error {
 	return journalErr(g.j.Decide(ctx, id, pending.DecisionInput{Action: pending.ActionNote, Operator: g.opts.Operator, Note: note}))
 }
 
+// handleSecond keeps a further answer to a request already answered: an
+// event, and a conflict when it says something other than the answer the
+// attempt was recorded with. The first answer stands either way.
+func (g *Guard) handleSecond(lr mcpclient.LateResult) {
+	ctx := context.Background()
+	k := sendingKey(lr.Tool, lr.Key)
+	g.sendMu.Lock()
+	if st := g.sending[k]; st != nil && st.ids[wireID(lr.Session, lr.RPCID)] {
+		st.early = append(st.early, lr) // its attempt's outcome is not recorded yet
+		g.sendMu.Unlock()
+		return
+	}
+	g.sendMu.Unlock()
+	c, err := g.j.FindByKey(ctx, serverName(g.srv.ServerInfo()), lr.Tool, lr.Key)
+	if err != nil {
+		g.log.Warn("second answer for an unknown key", "tool", lr.Tool, "err", err)
+		return
+	}
+	var a pending.Attempt
+	for _, x := range c.Attempts {
+		if x.Session == lr.Session && (x.RPCID == lr.RPCID || a.N == 0) {
+			a = x
+		}
+	}
+	_ = g.j.RecordEvent(ctx, pending.EventSecondAnswer, c.ID, answerDetail(a.N, lr))
+	if note := secondContradicts(a, lr); note != "" {
+		if err := g.j.FlagConflict(ctx, c.ID, note); err != nil {
+			g.log.Warn("flag conflict", "call", c.ID, "err", err)
+		}
+	}
+}
+
+// secondContradicts says how a second answer contradicts the outcome its
+// attempt was recorded with, or "". An unusable second answer says nothing.
+func secondContradicts(a pending.Attempt, lr mcpclient.LateResult) string {
+	var ev pending.Event
+	switch {
+	case lr.Class == mcpclient.AnswerRPCError:
+		ev = pending.EventFailed
+	case lr.Class == mcpclient.AnswerResult && readSignals(lr.ResultJSON).isError:
+		ev = pending.EventFailed
+	case lr.Class == mcpclient.AnswerResult:
+		ev = pending.EventSucceeded
+	default:
+		return ""
+	}
+	if a.Outcome != pending.OutcomeSucceeded && a.Outcome != pending.OutcomeFailed {
+		return ""
+	}
+	if string(ev) != a.Outcome {
+		return fmt.Sprintf("attempt %d was answered twice: first %s, then %s", a.N, a.Outcome, ev)
+	}
+	if ev == pending.EventSucceeded && !sameJSON(a.Result, lr.ResultJSON) {
+		return fmt.Sprintf("attempt %d was answered twice, with two different results", a.N)
+	}
+	return ""
+}
+
+func sameJSON(a, b json.RawMessage) bool {
+	ca, errA := canonical.Transform(a)
+	cb, errB := canonical.Transform(b)
+	if errA != nil || errB != nil {
+		return bytes.Equal(a, b)
+	}
+	return bytes.Equal(ca, cb)
+}
+
+// answerDetail is an answer kept as evidence in an event's detail.
+func answerDetail(n int, lr mcpclient.LateResult) string {
+	d := map[string]any{"attempt": n, "class": lr.Class, "after_cancel": lr.AfterCancel}
+	if lr.ResultJSON != nil {
+		d["result"] = lr.ResultJSON
+	}
+	if lr.RPCError != nil {
+		d["error"] = lr.RPCError
+	}
+	if lr.Class == mcpclient.AnswerUnusable {
+		d["why"], d["raw"], d["raw_truncated"] = lr.Why, string(lr.Raw), lr.RawTruncated
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		delete(d, "result")
+		b, _ = json.Marshal(d)
+	}
+	return string(b)
+}
+
+// Ack records that the operator has seen a call that settled late after
+// its caller was told it was unknown; identical calls are sent again from
+// then on (SPEC §9).
+func (g *Guard) Ack(ctx context.Context, id int64, note string) error {
+	return journalErr(g.j.Ack(ctx, id, g.opts.Operator, note))
+}
+
 // HandleLateResult records an answer that arrived after its attempt ended
-// unknown (wire it to mcpclient.Options.OnLateResult). It never sends.
-func (g *Guard) HandleLateResult(lr mcpclient.LateResult) {
+// unknown (wire it to mcpclient.Options.OnLateResult). It never sends. The
+// call's caller had been told it was unknown by then, so a result that
+// settles the call starts the late-settle hold.
+func (g *Guard) HandleLateResult(lr mcpclient.LateResult) { g.handleLate(lr, true) }
+
+// handleLate records a late answer; told says whether the call's caller had
+// already been told the call was unknown (false for an answer that came
+// while send was still recording the outcome: send returns it itself).
+func (g *Guard) handleLate(lr mcpclient.LateResult, told bool) {
+	if lr.Second {
+		g.handleSecond(lr)
+		return
+	}
 	ctx := context.Background()
 	k := sendingKey(lr.Tool, lr.Key)
 	var c pending.Call
@@ -356,6 +474,11 @@ func (g *Guard) HandleLateResult(lr mcpclient.LateResult) {
 		g.log.Warn("late result matches no unknown attempt", "call", c.ID, "session", lr.Session)
 		return
 	}
+	if lr.Class == mcpclient.AnswerUnusable || (lr.ResultJSON == nil && lr.RPCError == nil) {
+		// Not a usable answer: evidence, never an outcome (SPEC §9).
+		_ = g.j.RecordEvent(ctx, pending.EventUnusableAnswer, c.ID, answerDetail(n, lr))
+		return
+	}
 	var o pending.Outcome
 	switch {
 	case lr.RPCError != nil && lr.AfterCancel:
@@ -386,6 +509,7 @@ func (g *Guard) HandleLateResult(lr mcpclient.LateResult) {
 			o = pending.Outcome{Event: pending.EventSucceeded, Result: lr.ResultJSON}
 		}
 	}
+	o.CallerToldUnknown = told
 	if err := g.j.RecordLateResult(ctx, c.ID, n, o); err != nil {
 		g.log.Warn("record late result", "call", c.ID, "err", err)
 	}

@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -34,6 +35,21 @@ func (e *HeldError) Error() string {
 }
 func (e *HeldError) Unwrap() error { return ErrHeld }
 
+// LateSettledError: an identical call was reported unknown to its caller,
+// then settled late; until an operator acknowledges it ('ack'), or the
+// policy's late_hold passes, an identical call is not sent and gets that
+// call's outcome instead (SPEC §9). The Result returned with it carries the
+// stored outcome (Stored, ReplayedFrom).
+type LateSettledError struct {
+	CallID int64
+	State  pending.State
+}
+
+func (e *LateSettledError) Error() string {
+	return fmt.Sprintf("call %d with the same arguments settled late (%s); nothing was sent", e.CallID, e.State)
+}
+func (e *LateSettledError) Unwrap() error { return ErrHeld }
+
 // KeyReuseError: a caller's key already names a call with other arguments.
 type KeyReuseError struct {
 	CallID int64
@@ -65,10 +81,16 @@ func (e *KeyPendingError) Unwrap() error { return ErrHeld }
 // one the call was made on.
 type ServerMismatchError struct {
 	CallID        int64
-	Recorded, Now string
+	Recorded, Now string // declared names
+	// RecordedIdentity and NowIdentity are set when the way the server is
+	// reached differs (ServerIdentity.String).
+	RecordedIdentity, NowIdentity string
 }
 
 func (e *ServerMismatchError) Error() string {
+	if e.RecordedIdentity != "" {
+		return fmt.Sprintf("call %d was made on %s, not on %s; nothing was sent", e.CallID, e.RecordedIdentity, e.NowIdentity)
+	}
 	return fmt.Sprintf("call %d was made on server %q, but this server is %q; nothing was sent", e.CallID, e.Recorded, e.Now)
 }
 func (e *ServerMismatchError) Unwrap() error { return ErrNotAllowed }
@@ -80,6 +102,12 @@ func (e *ServerMismatchError) Unwrap() error { return ErrNotAllowed }
 type OutcomeNotRecordedError struct {
 	CallID int64
 	Err    error
+	// What the server said, which the journal could not keep: the caller
+	// must still see it (SPEC §9). Event is pending.EventSucceeded,
+	// EventFailed or EventLost.
+	Event  pending.Event
+	Result json.RawMessage
+	RPCErr json.RawMessage
 }
 
 func (e *OutcomeNotRecordedError) Error() string {

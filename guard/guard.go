@@ -38,7 +38,8 @@ type Server interface {
 // Options configure a Guard.
 type Options struct {
 	Policy       *Policy
-	ServerAlias  string        // config name of the server, if one was used
+	ServerAlias  string         // config name of the server, if one was used
+	Server       ServerIdentity // how the server was reached; stored with each call
 	WriteTimeout time.Duration // --timeout: overrides the policy's idle clock for writes
 	// ReadBudget, when set, bounds a read with all its retries (the proxy
 	// sets it so that its host hears an answer before giving up itself).
@@ -189,6 +190,9 @@ type Result struct {
 	Error    json.RawMessage // JSON-RPC error
 	Replayed bool            // the server (or the journal) returned a stored result
 	Stored   bool            // answered from the journal without sending
+	// ReplayedFrom is the call whose stored outcome answers this one (a
+	// late-settled identical call, see LateSettledError); 0 otherwise.
+	ReplayedFrom int64
 }
 
 // Call runs one guarded call. Reads are sent, retried on timeouts with
@@ -261,16 +265,20 @@ func (g *Guard) write(ctx context.Context, tool mcp.Tool, kind pending.Kind, src
 	}
 	info := g.srv.ServerInfo()
 	in := pending.Intent{
-		Server: serverName(info), ServerAlias: g.opts.ServerAlias, Tool: tool.Name, Kind: kind, KindSource: src,
-		Key: key, Args: redact(req.Args, tp.Redact, keyArg), Fingerprint: Fingerprint(req.Args, keyArg),
-		Session: g.srv.Session(), Hold: !req.New,
+		Server: serverName(info), ServerAlias: g.opts.ServerAlias, ServerIdentity: g.opts.Server.JSON(),
+		Tool: tool.Name, Kind: kind, KindSource: src, Key: key, Args: redact(req.Args, tp.Redact, keyArg),
+		Fingerprint: Fingerprint(req.Args, keyArg), LegacyFingerprint: legacyFingerprint(req.Args, keyArg),
+		Session: g.srv.Session(), Hold: !req.New, LateHold: g.opts.Policy.lateHold(),
 	}
 	call, err := g.j.RecordIntent(ctx, in)
 	var exists *pending.KeyExistsError
 	var held *pending.HeldError
+	var late *pending.LateSettledError
 	switch {
 	case errors.As(err, &exists):
 		return g.existingKey(ctx, exists, req.Args, keyArg)
+	case errors.As(err, &late):
+		return g.lateSettled(ctx, late.CallID)
 	case errors.As(err, &held):
 		c, gerr := g.j.Get(ctx, held.CallID)
 		if gerr != nil {
@@ -283,6 +291,31 @@ func (g *Guard) write(ctx context.Context, tool mcp.Tool, kind pending.Kind, src
 	return g.send(ctx, call, 1, "", tool, keyArg, req.Args, req.OnProgress)
 }
 
+// lateSettled answers an identical call held by one that settled late: the
+// earlier call's stored outcome, sent nowhere.
+func (g *Guard) lateSettled(ctx context.Context, id int64) (Result, error) {
+	c, err := g.j.Get(ctx, id)
+	if err != nil {
+		return Result{}, journalErr(err)
+	}
+	res := Result{Call: c, State: c.State, Key: c.Key, Stored: true, ReplayedFrom: c.ID}
+	if a, ok := settlingAttempt(c); ok {
+		res.Result, res.Error = a.Result, a.Error
+	}
+	return res, &LateSettledError{CallID: c.ID, State: c.State}
+}
+
+// settlingAttempt is the attempt whose answer settled the call: the newest
+// one with a succeeded or failed outcome.
+func settlingAttempt(c pending.Call) (pending.Attempt, bool) {
+	for i := len(c.Attempts) - 1; i >= 0; i-- {
+		if a := c.Attempts[i]; a.Outcome == pending.OutcomeSucceeded || a.Outcome == pending.OutcomeFailed {
+			return a, true
+		}
+	}
+	return pending.Attempt{}, false
+}
+
 // existingKey answers a caller key that the journal already has (SPEC §3):
 // a succeeded call's stored result without sending; other arguments are a
 // key reuse; a call still open is a retry, which is not the caller's call.
@@ -291,7 +324,7 @@ func (g *Guard) existingKey(ctx context.Context, e *pending.KeyExistsError, args
 	if err != nil {
 		return Result{}, journalErr(err)
 	}
-	if e.Fingerprint != Fingerprint(args, keyArg) {
+	if !sameOperation(e.Fingerprint, args, keyArg) {
 		stored, _ := decodeObject(c.Args)
 		visible := map[string]any{}
 		for k, v := range args {
@@ -360,19 +393,35 @@ func (g *Guard) send(ctx context.Context, call pending.Call, n int, prior pendin
 	// journal must not keep an attempt open that this process knows ended.
 	rctx := context.WithoutCancel(ctx)
 	err := g.j.RecordOutcome(rctx, call.ID, n, o)
+	if errors.Is(err, pending.ErrAttemptEnded) {
+		// Another process recovered this attempt as unknown while it was
+		// out (its owner looked dead to it). The answer is still the
+		// server's answer: it is recorded as a late one, never dropped.
+		err = g.recordOverRecovered(rctx, call.ID, n, o)
+	}
 	for _, lr := range settled() {
-		g.HandleLateResult(lr)
+		g.handleLate(lr, false)
 	}
 	if err != nil {
 		if out.Kind == mcpclient.OutcomeNotSent {
 			return Result{}, journalErr(err)
 		}
-		// Sent, outcome not journaled: unknown to everyone, never "not sent".
-		return Result{Call: call, State: pending.StateUnknown, Key: call.Key},
-			&OutcomeNotRecordedError{CallID: call.ID, Err: err}
+		// Sent, outcome not journaled: unknown to everyone, never "not sent";
+		// what the server said still reaches the caller.
+		nr := &OutcomeNotRecordedError{CallID: call.ID, Err: err, Event: o.Event, Result: out.ResultJSON}
+		if out.RPCError != nil {
+			nr.RPCErr, _ = json.Marshal(out.RPCError)
+		}
+		g.j.NoteUnrecorded(call.ID, err)
+		return Result{Call: call, State: pending.StateUnknown, Key: call.Key, Result: nr.Result, Error: nr.RPCErr}, nr
 	}
 	if replayed {
 		_ = g.j.RecordEvent(rctx, pending.EventDedupeHit, call.ID, "server replayed a stored result")
+	}
+	if out.Why != "" {
+		// Not a usable answer: the call is unknown, the bytes are evidence.
+		_ = g.j.RecordEvent(rctx, pending.EventUnusableAnswer, call.ID, answerDetail(n, mcpclient.LateResult{
+			Class: mcpclient.AnswerUnusable, Raw: out.Raw, RawTruncated: out.RawTruncated, Why: out.Why}))
 	}
 	final, err := g.j.Get(rctx, call.ID)
 	if err != nil {
@@ -407,6 +456,22 @@ func (g *Guard) send(ctx context.Context, call pending.Call, n int, prior pendin
 		}
 	}
 	return res, nil
+}
+
+// recordOverRecovered keeps an attempt's answer when the attempt was ended
+// unknown by someone else's recovery: a result or error becomes a late
+// answer; a loss changes nothing (the attempt is already unknown).
+func (g *Guard) recordOverRecovered(ctx context.Context, id int64, n int, o pending.Outcome) error {
+	if o.Event != pending.EventSucceeded && o.Event != pending.EventFailed {
+		return nil
+	}
+	g.log.Warn("an attempt this process was sending was recovered as unknown by another process; its answer is recorded as late",
+		"call", id, "attempt", n)
+	err := g.j.RecordLateResult(ctx, id, n, o)
+	if errors.Is(err, pending.ErrAttemptEnded) {
+		return nil // already answered: the journal has an outcome for it
+	}
+	return err
 }
 
 func sendingKey(tool, key string) string { return tool + "\x00" + key }
@@ -456,6 +521,9 @@ func outcomeOf(out mcpclient.Outcome) (o pending.Outcome, replayed bool) {
 		return pending.Outcome{Event: pending.EventFailed, Reason: "not sent: " + errText(out.Err)}, false
 	}
 	reason, clock := unknownReason(out.Reason)
+	if out.Why != "" {
+		reason += ": " + out.Why
+	}
 	return pending.Outcome{Event: pending.EventLost, Reason: reason, Clock: clock}, false
 }
 

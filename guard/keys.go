@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/oklog/ulid/v2"
+
+	"github.com/mcp-confirm/mcp-confirm/canonical"
 )
 
 // KeySource makes idempotency keys. The default is a ULID from crypto
@@ -82,9 +85,12 @@ func schemaProperties(t mcp.Tool) map[string]any {
 	return t.InputSchema.Properties
 }
 
-// Fingerprint is SHA-256 of the canonical JSON (sorted keys, which
-// encoding/json gives maps) of the arguments without the key argument: the
-// same business operation has the same fingerprint whatever its key.
+// Fingerprint names a business operation: SHA-256 of the canonical form
+// (RFC 8785, package canonical) of the arguments without the key argument,
+// so that the same operation has the same fingerprint whatever its key and
+// however its numbers and strings are spelled (3 = 3.0 = 3e0). Prefixed
+// "c1:" so that a fingerprint of the older form (legacyFingerprint) is
+// never mistaken for one of this form.
 func Fingerprint(args map[string]any, keyArg string) string {
 	clean := make(map[string]any, len(args))
 	for k, v := range args {
@@ -92,9 +98,25 @@ func Fingerprint(args map[string]any, keyArg string) string {
 			clean[k] = v
 		}
 	}
-	b, _ := json.Marshal(clean)
+	b, err := canonical.Marshal(clean)
+	if err != nil {
+		// Not JSON the canonical form takes (NaN, a cycle): fall back on
+		// the older form rather than refuse a call a caller could make.
+		return legacyFingerprint(args, keyArg)
+	}
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return fingerprintPrefix + hex.EncodeToString(sum[:])
+}
+
+const fingerprintPrefix = "c1:"
+
+// sameOperation reports whether args are those a stored fingerprint was
+// made of, in whichever form it was stored.
+func sameOperation(stored string, args map[string]any, keyArg string) bool {
+	if strings.HasPrefix(stored, fingerprintPrefix) {
+		return stored == Fingerprint(args, keyArg)
+	}
+	return stored == legacyFingerprint(args, keyArg)
 }
 
 // Redacted is the mask stored in place of a redacted argument.
@@ -139,4 +161,19 @@ func differingFields(a, b map[string]any) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// legacyFingerprint is the fingerprint as mcp-confirm wrote it before the
+// canonical form (SHA-256 of encoding/json's output): the resend hold also
+// matches calls a journal recorded before the upgrade.
+func legacyFingerprint(args map[string]any, keyArg string) string {
+	clean := make(map[string]any, len(args))
+	for k, v := range args {
+		if k != keyArg {
+			clean[k] = v
+		}
+	}
+	b, _ := json.Marshal(clean)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }

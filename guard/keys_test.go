@@ -86,8 +86,8 @@ func TestKeyArg(t *testing.T) {
 func TestFingerprint(t *testing.T) {
 	base := map[string]any{"item": "widget", "quantity": 2, "buyer": "alice"}
 	fp := Fingerprint(base, "idempotency_key")
-	if len(fp) != 64 {
-		t.Fatalf("fingerprint %q is not hex SHA-256", fp)
+	if hex, ok := strings.CutPrefix(fp, "c1:"); !ok || len(hex) != 64 {
+		t.Fatalf("fingerprint %q is not c1: and hex SHA-256", fp)
 	}
 	same := []map[string]any{
 		{"buyer": "alice", "quantity": 2, "item": "widget"},
@@ -95,6 +95,10 @@ func TestFingerprint(t *testing.T) {
 		{"item": "widget", "quantity": 2, "buyer": "alice", "idempotency_key": "01JBBBBBBBBBBBBBBBBBBBBBBB"},
 		{"item": "widget", "quantity": 2.0, "buyer": "alice"},
 		{"item": "widget", "quantity": json.Number("2"), "buyer": "alice"},
+		// One canonical form (RFC 8785): a number's spelling does not matter.
+		{"item": "widget", "quantity": json.Number("2.0"), "buyer": "alice"},
+		{"item": "widget", "quantity": json.Number("2e0"), "buyer": "alice"},
+		{"item": "widget", "quantity": json.Number("20e-1"), "buyer": "alice"},
 	}
 	for i, a := range same {
 		if got := Fingerprint(a, "idempotency_key"); got != fp {
@@ -106,7 +110,7 @@ func TestFingerprint(t *testing.T) {
 		{"item": "widget", "quantity": "2", "buyer": "alice"},
 		{"item": "widget", "quantity": 2},
 		{"item": "widget", "quantity": 2, "buyer": "alice", "note": nil},
-		{"item": "widget", "quantity": json.Number("2.0"), "buyer": "alice"},
+		{"item": "widget", "quantity": json.Number("2.000000000000000000001"), "buyer": "alice"},
 	}
 	for i, a := range differ {
 		if Fingerprint(a, "idempotency_key") == fp {
@@ -323,6 +327,42 @@ func TestSeededKeys(t *testing.T) {
 	for _, k := range []string{k1, k2, (&ulidKeys{entropy: strings.NewReader(strings.Repeat("x", 32)), now: func() uint64 { return 1 }}).NewKey()} {
 		if err := ValidateKey(k); err != nil {
 			t.Errorf("generated key %q fails ValidateKey: %v", k, err)
+		}
+	}
+}
+
+// TestFingerprintCanonicalSpellings: arguments decoded from the wire (as the
+// CLI and the proxy decode them, numbers kept as written) have one
+// fingerprint however their numbers and strings are spelled (SPEC §9), and
+// integers beyond 2^53 stay exact.
+func TestFingerprintCanonicalSpellings(t *testing.T) {
+	fp := func(s string) string {
+		t.Helper()
+		a, err := DecodeObject([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Fingerprint(a, "idempotency_key")
+	}
+	for _, group := range [][]string{
+		{`{"q":3}`, `{"q":3.0}`, `{"q":3e0}`, `{"q":30e-1}`, `{"q":0.3E1}`},
+		{`{"name":"\u00e9"}`, `{"name":"é"}`},
+		{`{"a":1,"b":2}`, `{"b":2,"a":1}`, `{ "b" : 2 , "a" : 1 }`},
+		{`{"id":9007199254740993}`, `{"id":9007199254740993.0}`},
+	} {
+		for _, s := range group[1:] {
+			if fp(s) != fp(group[0]) {
+				t.Errorf("%s and %s: fingerprints differ", group[0], s)
+			}
+		}
+	}
+	for _, pair := range [][2]string{
+		{`{"id":9007199254740993}`, `{"id":9007199254740992}`},
+		{`{"q":3}`, `{"q":"3"}`},
+		{`{"name":"e"}`, `{"name":"é"}`},
+	} {
+		if fp(pair[0]) == fp(pair[1]) {
+			t.Errorf("%s and %s: one fingerprint for two operations", pair[0], pair[1])
 		}
 	}
 }

@@ -27,6 +27,10 @@ type Defaults struct {
 	MaxTotal     Duration `toml:"max_total"`     // absolute clock per attempt
 	ReadTimeout  Duration `toml:"read_timeout"`
 	ReadAttempts int      `toml:"read_attempts"`
+	// LateHold is how long a call that settled late, after its caller was
+	// told it was unknown, keeps holding identical calls unless an operator
+	// acknowledges it first (SPEC §9).
+	LateHold Duration `toml:"late_hold"`
 }
 
 // ToolPolicy is one [tools.NAME] table.
@@ -63,7 +67,16 @@ const (
 	DefaultMaxTotal     = 10 * time.Minute
 	DefaultReadTimeout  = 30 * time.Second
 	DefaultReadAttempts = 3
+	DefaultLateHold     = 24 * time.Hour
 )
+
+// lateHold is the policy's late_hold, or the default.
+func (p *Policy) lateHold() time.Duration {
+	if p == nil || p.Defaults.LateHold.Duration == 0 {
+		return DefaultLateHold
+	}
+	return p.Defaults.LateHold.Duration
+}
 
 // ErrPolicy marks a policy file that cannot be used as written.
 var ErrPolicy = errors.New("policy")
