@@ -143,6 +143,12 @@ func (p *Proxy) progressUp(token json.RawMessage, pr mcpclient.Progress) {
 // answer turns what the guard came to into the host's tools/call result,
 // or a JSON-RPC error when the server answered with one.
 func (p *Proxy) answer(tool string, res guard.Result, err error) (json.RawMessage, *mcpclient.RPCError) {
+	var late *guard.LateSettledError
+	if errors.As(err, &late) {
+		p.log.Info("not sent: an identical call settled late and is not yet acknowledged; answered with its outcome",
+			"call", late.CallID, "tool", tool, "state", late.State)
+		return ReplayLate(late.CallID, late.State, res.Result, res.Error), nil
+	}
 	if err != nil {
 		return encode(p.refusal(tool, res, err))
 	}
@@ -246,6 +252,44 @@ func Held(callID int64, state pending.State) *mcp.CallToolResult {
 		StructuredContent: map[string]any{StatusField: "held", "call_id": callID},
 		IsError:           true,
 	}
+}
+
+// ReplayedFromField is the _meta field naming the call whose stored outcome
+// answers a resend (SPEC §9).
+const ReplayedFromField = "io.github.mcp-confirm/replayed-from"
+
+// ReplayLate answers a resend of a call that its caller was told was
+// unknown and that then settled late: nothing is sent, and the host gets
+// the stored outcome, marked in _meta and, first, in words (a model reads
+// the text, not _meta).
+func ReplayLate(callID int64, state pending.State, result, rpcErr json.RawMessage) json.RawMessage {
+	text := fmt.Sprintf("NOT SENT AGAIN: an identical call (call %d) was reported as unknown earlier, and its answer "+
+		"then arrived: it %s. Below is that call's stored result; nothing was sent now, so this did not happen twice. "+
+		"If this is deliberately a second, separate operation, tell the user; they can send it from mcp-confirm.", callID, state)
+	obj := map[string]json.RawMessage{}
+	if json.Unmarshal(result, &obj) != nil || obj == nil {
+		obj = map[string]json.RawMessage{}
+		detail := "the stored answer is a JSON-RPC error: " + string(rpcErr)
+		if len(rpcErr) == 0 {
+			detail = "no stored result"
+		}
+		obj["content"], _ = json.Marshal([]mcp.Content{mcp.NewTextContent(detail)})
+		obj["isError"] = json.RawMessage(`true`)
+	}
+	var content []json.RawMessage
+	_ = json.Unmarshal(obj["content"], &content)
+	first, _ := json.Marshal(mcp.NewTextContent(text))
+	obj["content"], _ = json.Marshal(append([]json.RawMessage{first}, content...))
+	meta := map[string]json.RawMessage{}
+	_ = json.Unmarshal(obj["_meta"], &meta)
+	if meta == nil {
+		meta = map[string]json.RawMessage{}
+	}
+	meta[ReplayedFromField], _ = json.Marshal(callID)
+	meta["io.github.mcp-confirm/replayed"] = json.RawMessage(`true`)
+	obj["_meta"], _ = json.Marshal(meta)
+	b, _ := json.Marshal(obj)
+	return b
 }
 
 func stateWords(s pending.State) string {

@@ -41,9 +41,12 @@ const DefaultTimeout = 50 * time.Second
 
 // Options configure a Proxy.
 type Options struct {
-	Server  mcpclient.ServerSpec
-	Journal *pending.Journal
-	Policy  *guard.Policy // nil: annotations decide, writes by default
+	Server mcpclient.ServerSpec
+	// Identity is how the server was reached, stored with every call (SPEC
+	// §9); zero when the caller knows none.
+	Identity guard.ServerIdentity
+	Journal  *pending.Journal
+	Policy   *guard.Policy // nil: annotations decide, writes by default
 	// Timeout is the write timeout (--timeout): it overrides the policy's
 	// per-tool timeouts. Zero: the policy's write_timeout, else
 	// DefaultTimeout. When the policy sets no max_total, the absolute clock
@@ -130,7 +133,7 @@ func New(opts Options) *Proxy {
 		Logger:          log,
 	})
 	gd = guard.New(opts.Journal, p.client, guard.Options{
-		Policy: policy, ServerAlias: opts.Server.Name, WriteTimeout: opts.Timeout, Keys: opts.Keys, Logger: log,
+		Policy: policy, ServerAlias: opts.Server.Name, Server: opts.Identity, WriteTimeout: opts.Timeout, Keys: opts.Keys, Logger: log,
 		// A read with its retries answers within the write's absolute clock,
 		// under the hosts' own limit, as a write does.
 		ReadBudget: policy.Defaults.MaxTotal.Duration,

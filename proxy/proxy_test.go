@@ -272,3 +272,60 @@ func TestModernHostLegacyServerRelay(t *testing.T) {
 		t.Fatalf("echo: %v %q", err, text(r))
 	}
 }
+
+// The late settle, through the proxy: the host is told UNKNOWN, the
+// server's answer then arrives and settles the call; the model's identical
+// resend (here with quantity 2.0 for 2) is not sent: it gets the stored
+// result, marked replayed-from in _meta and said first in words.
+func TestLateSettleReplaysToTheHost(t *testing.T) {
+	h := startProxy(t, demoSpec(t, "--hang-after-commit", "1", "--answer-after", "1500ms"),
+		func(o *proxy.Options) { o.Timeout = 500 * time.Millisecond })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	r, err := h.call(ctx, "create_order", order)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := status(t, r)
+	if st["mcp-confirm"] != "unknown" {
+		t.Fatalf("want the unknown answer first, got %v %q", st, text(r))
+	}
+	id := int64(st["call_id"].(float64))
+	waitFor(t, "the late answer to settle the call", func() bool {
+		c := getCall(t, h.journal, id)
+		return c.State == pending.StateSucceeded && c.HoldsLate()
+	})
+
+	resend := map[string]any{"item": "widget", "quantity": 2.0, "buyer": "alice"}
+	r2, err := h.call(ctx, "create_order", resend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.IsError {
+		t.Fatalf("the stored outcome was a success, got an error: %q", text(r2))
+	}
+	if from := r2.Meta.AdditionalFields[proxy.ReplayedFromField]; from != float64(id) {
+		t.Errorf("_meta %s = %v, want %d", proxy.ReplayedFromField, from, id)
+	}
+	first := ""
+	if tc, ok := r2.Content[0].(mcp.TextContent); ok {
+		first = tc.Text
+	}
+	if !strings.Contains(first, "NOT SENT AGAIN") || !strings.Contains(first, "call "+strconv.FormatInt(id, 10)) {
+		t.Errorf("the first text block should say in words that nothing was sent: %q", first)
+	}
+	if st2 := status(t, r2); st2["order_id"] == nil {
+		t.Errorf("the stored result's structured content is kept: %v", st2)
+	}
+	if n := len(calls(t, h.journal)); n != 1 {
+		t.Fatalf("the replayed resend became a call of its own: %d calls", n)
+	}
+	r3, err := h.call(ctx, "find_orders", map[string]any{"buyer": "alice"})
+	if err != nil || r3.IsError {
+		t.Fatalf("find_orders: %v", err)
+	}
+	if orders, _ := status(t, r3)["orders"].([]any); len(orders) != 1 {
+		t.Fatalf("the server has %d orders, want exactly 1", len(orders))
+	}
+}
