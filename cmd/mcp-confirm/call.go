@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/mcp-confirm/mcp-confirm/guard"
+	"github.com/mcp-confirm/mcp-confirm/pending"
 )
 
 func runCall(ctx context.Context, e *env, args []string) int {
@@ -36,16 +37,41 @@ func runCall(ctx context.Context, e *env, args []string) int {
 			return exitBadInput
 		}
 	}
-	en, code := openEngine(ctx, e, &g, "call")
+	en, code := openEngine(ctx, e, &g, "call", 0)
 	if en == nil {
 		return code
 	}
-	defer en.close()
 	res, err := en.guard.Call(ctx, guard.Request{Tool: pos[0], Args: callArgs, Key: *key, New: *isNew})
+	// Closing the session lets an answer still on its way arrive and be
+	// journaled; what the call came to is read once more after that.
+	en.client.Close()
+	res = settledMeanwhile(ctx, e, en, res, err)
+	en.journal.Close()
 	if err == nil || res.Call.ID != 0 {
 		printResult(e, res)
 	}
-	return exitFor(e, "call", res, err)
+	return exitFor(e, &g, "call", res, err)
+}
+
+// settledMeanwhile re-reads a call that was unknown when Call returned: an
+// answer that arrived as the session closed has settled it, and the
+// caller is told that rather than "unknown".
+func settledMeanwhile(ctx context.Context, e *env, en *engine, res guard.Result, err error) guard.Result {
+	if err != nil || res.State != pending.StateUnknown || res.Call.ID == 0 {
+		return res
+	}
+	c, gerr := en.journal.Get(ctx, res.Call.ID)
+	if gerr != nil || (c.State != pending.StateSucceeded && c.State != pending.StateFailed) {
+		return res
+	}
+	fmt.Fprintf(e.stderr, "mcp-confirm call: call %d's answer arrived as the session closed: it %s (nothing was resent).\n", c.ID, c.State)
+	out := guard.Result{Call: c, State: c.State, Key: c.Key}
+	for _, a := range c.Attempts {
+		if a.Outcome == pending.OutcomeSucceeded || a.Outcome == pending.OutcomeFailed {
+			out.Result, out.Error = a.Result, a.Error
+		}
+	}
+	return out
 }
 
 // readArgs reads --args JSON, --args - (stdin) or --args-file F: one JSON
@@ -88,11 +114,14 @@ type callOutput struct {
 	Result   json.RawMessage `json:"result,omitempty"`
 	Error    json.RawMessage `json:"error,omitempty"`
 	Replayed bool            `json:"replayed,omitempty"`
+	// ReplayedFrom: nothing was sent; this is the stored outcome of that
+	// earlier identical call, which settled late (SPEC §9).
+	ReplayedFrom int64 `json:"replayed_from,omitempty"`
 }
 
 func printResult(e *env, res guard.Result) {
 	out := callOutput{ID: res.Call.ID, State: string(res.State), Reason: res.Call.Reason, Key: res.Key,
-		Result: res.Result, Error: res.Error, Replayed: res.Replayed}
+		Result: res.Result, Error: res.Error, Replayed: res.Replayed, ReplayedFrom: res.ReplayedFrom}
 	b, _ := json.Marshal(out)
 	fmt.Fprintf(e.stdout, "%s\n", b)
 }

@@ -51,7 +51,7 @@ func runConsole(ctx context.Context, e *env, args []string) int {
 			return code
 		}
 	}
-	en, code := openEngine(ctx, e, &g, "console")
+	en, code := openEngine(ctx, e, &g, "console", 0)
 	if en == nil {
 		return code
 	}

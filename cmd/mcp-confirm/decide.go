@@ -27,7 +27,7 @@ func runRetry(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "mcp-confirm retry: %v\nNothing was sent.\n", err)
 		return exitBadInput
 	}
-	en, code := openEngine(ctx, e, &g, "retry")
+	en, code := openEngine(ctx, e, &g, "retry", id)
 	if en == nil {
 		return code
 	}
@@ -36,7 +36,7 @@ func runRetry(ctx context.Context, e *env, args []string) int {
 	if err == nil {
 		printResult(e, res)
 	}
-	return exitFor(e, "retry", res, err)
+	return exitFor(e, &g, "retry", res, err)
 }
 
 func runQuery(ctx context.Context, e *env, args []string) int {
@@ -63,14 +63,14 @@ func runQuery(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "mcp-confirm query: %v\nNothing was sent.\n", err)
 		return exitBadInput
 	}
-	en, code := openEngine(ctx, e, &g, "query")
+	en, code := openEngine(ctx, e, &g, "query", id)
 	if en == nil {
 		return code
 	}
 	defer en.close()
 	res, err := en.guard.Query(ctx, id, guard.QueryOptions{Tool: *tool, Args: values, Note: *note, AnyServer: *anyServer})
 	if err != nil {
-		return exitFor(e, "query", res, err)
+		return exitFor(e, &g, "query", res, err)
 	}
 	// Print the call's state, not the read's: a query never changes it, and
 	// {"id":1,"state":"succeeded"} for a call that is still unknown would
@@ -106,7 +106,13 @@ func runNote(ctx context.Context, e *env, args []string) int {
 	})
 }
 
-// decide runs abandon, mark and note: journal-only decisions that need no
+func runAck(ctx context.Context, e *env, args []string) int {
+	return decide(ctx, e, args, "ack", func(en *engine, id int64, note string) error {
+		return en.guard.Ack(ctx, id, note)
+	})
+}
+
+// decide runs abandon, mark, note and ack: journal-only decisions that need no
 // server, so none is started.
 func decide(ctx context.Context, e *env, args []string, cmd string, do func(*engine, int64, string) error) int {
 	var g globalOpts
@@ -149,10 +155,14 @@ func decide(ctx context.Context, e *env, args []string, cmd string, do func(*eng
 	defer j.Close()
 	en := &engine{journal: j, guard: guard.New(j, nil, guard.Options{})}
 	if err := do(en, id, *note); err != nil {
-		return exitFor(e, cmd, guard.Result{}, err)
+		return exitFor(e, &g, cmd, guard.Result{}, err)
 	}
 	c, err := j.Get(ctx, id)
-	if err == nil {
+	switch {
+	case err != nil:
+	case cmd == "ack":
+		fmt.Fprintf(e.stdout, "call %d is %s, acknowledged: identical calls are sent again\n", c.ID, c.State)
+	default:
 		fmt.Fprintf(e.stdout, "call %d is %s\n", c.ID, c.State)
 	}
 	return exitOK

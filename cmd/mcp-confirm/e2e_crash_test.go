@@ -150,7 +150,9 @@ func TestE2EKillClientMidWrite(t *testing.T) {
 			}
 
 			// The operator retries with the same key.
-			r := w.run(append([]string{"retry", strconv.FormatInt(c.ID, 10)}, w.server()...)...)
+			// The server now runs without the fault: another command line, so
+			// the retry names it and says it is the same one (--any-server).
+			r := w.run(append([]string{"retry", strconv.FormatInt(c.ID, 10), "--any-server"}, w.server()...)...)
 			ro := parseCallOut(t, r)
 			switch {
 			case tc.committed == 1:
@@ -236,7 +238,7 @@ func TestE2EKillClientDuringRetry(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), cmdHang)
 	defer cancel()
-	args := w.withDB(append([]string{"retry", strconv.FormatInt(first.ID, 10), "--timeout", "60s"}, w.server("--delay", "60s")...))
+	args := w.withDB(append([]string{"retry", strconv.FormatInt(first.ID, 10), "--any-server", "--timeout", "60s"}, w.server("--delay", "60s")...))
 	cmd := e2eCmd(ctx, w.bin, w.dir, args...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -413,7 +415,7 @@ func TestE2ERetryNotSentStaysUnknown(t *testing.T) {
 	marker := filepath.Join(w.dir, "started")
 	script := `if [ -e "$0" ]; then echo "server broken now" >&2; exit 1; fi; touch "$0"
 exec "$@" < <(for i in 1 2; do IFS= read -r l || exit; printf '%s\n' "$l"; done)`
-	r := w.run("retry", strconv.FormatInt(first.ID, 10), "--", "/bin/bash", "-c", script, marker, w.bin, "demo-server", "--db", w.demoDB)
+	r := w.run("retry", strconv.FormatInt(first.ID, 10), "--any-server", "--", "/bin/bash", "-c", script, marker, w.bin, "demo-server", "--db", w.demoDB)
 	switch r.code {
 	case exitUnavailable:
 		// The retry was journaled, then could not be sent.

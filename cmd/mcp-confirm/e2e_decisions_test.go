@@ -74,7 +74,7 @@ func TestE2EDefiniteFailureAndDecisions(t *testing.T) {
 	}
 
 	// The failed call retried against a healthy server succeeds.
-	r = w.run(append([]string{"retry", strconv.FormatInt(failed.ID, 10)}, w.server()...)...)
+	r = w.run(append([]string{"retry", strconv.FormatInt(failed.ID, 10), "--any-server"}, w.server()...)...)
 	wantExit(t, r, exitOK, "retry of a failed call")
 	if ro := parseCallOut(t, r); ro.State != "succeeded" || ro.Key != failed.Key {
 		t.Fatalf("retry: want succeeded with the same key, got %+v", ro)

@@ -486,7 +486,9 @@ func (fw *faultWorker) operate(i int, c *fcall, before jCall) {
 	id := strconv.FormatInt(c.id, 10)
 	committed := ordersFor(t, fw.db, c.key)
 
-	r := w.run(append([]string{"query", id, "--tool", "find_orders", "--args", `{"idempotency_key":"{key}"}`}, w.server()...)...)
+	// The server runs without the call's fault now: another command line,
+	// named with --any-server (recorded with the decision).
+	r := w.run(append([]string{"query", id, "--any-server", "--tool", "find_orders", "--args", `{"idempotency_key":"{key}"}`}, w.server()...)...)
 	if r.code != exitOK {
 		fw.fail(i, "query %s: %s", id, r)
 	}
@@ -563,7 +565,7 @@ func (fw *faultWorker) retry(i int, c *fcall, before jCall, committed int) jCall
 		flags, extra = []string{"--hang-after-commit", "1"}, []string{"--timeout", "500ms"}
 		fw.stats.add("retry_into_lost")
 	}
-	r := w.run(append(append([]string{"retry", id}, extra...), w.server(flags...)...)...)
+	r := w.run(append(append([]string{"retry", id, "--any-server"}, extra...), w.server(flags...)...)...)
 	out := parseCallOut(t, r)
 	if exitOfState(out.State) != r.code || out.Key != c.key {
 		fw.fail(i, "retry %s: output %+v does not match exit %d or key %s", id, out, r.code, c.key)

@@ -63,7 +63,8 @@ func TestE2ELostResponseStory(t *testing.T) {
 
 	// 3. The operator queries: evidence stored, state unchanged.
 	id := strconv.FormatInt(out.ID, 10)
-	r = w.run(append([]string{"query", id, "--tool", "find_orders", "--args", `{"idempotency_key":"{key}"}`}, w.server()...)...)
+	// As the hint says, with no server: the call's own server is used.
+	r = w.run("query", id, "--tool", "find_orders", "--args", `{"idempotency_key":"{key}"}`)
 	wantExit(t, r, exitOK, "query")
 	if qo := parseCallOut(t, r); qo.ID != out.ID || qo.State != "unknown" || len(structuredOf(t, qo.Result)["orders"].([]any)) != 1 {
 		t.Fatalf("query output: want call %d still unknown, with the find_orders result; got %s", out.ID, r.stdout)
@@ -97,7 +98,7 @@ func TestE2ELostResponseStory(t *testing.T) {
 	}
 
 	// 4. Retry with the same key: the server replays its stored result.
-	r = w.run(append([]string{"retry", id}, w.server()...)...)
+	r = w.run("retry", id)
 	wantExit(t, r, exitOK, "retry")
 	ro := parseCallOut(t, r)
 	if ro.State != "succeeded" || !ro.Replayed || ro.Key != out.Key || !replayedMeta(t, ro.Result) {

@@ -23,6 +23,27 @@ type globalOpts struct {
 // to tell "--db x list" (x is a value) from "list" (a command).
 var valueFlags = map[string]bool{"db": true, "policy": true, "timeout": true, "config": true, "server": true}
 
+// self is "mcp-confirm" with the journal and policy flags this command was
+// given, so that a command printed as a hint works when pasted as is.
+func (g *globalOpts) self() string {
+	words := []string{"mcp-confirm"}
+	if g.db != "" {
+		words = append(words, "--db", shellQuote(g.db))
+	}
+	if g.policy != "" {
+		words = append(words, "--policy", shellQuote(g.policy))
+	}
+	return strings.Join(words, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`*?[]{}()<>|&;#~!") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 func splitCommand(args []string) (name string, rest, globals []string) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]

@@ -51,6 +51,7 @@ func commands() map[string]command {
 		"abandon":     {"give up on a call (--note)", runAbandon},
 		"mark":        {"mark ID applied: it took effect (--note)", runMark},
 		"note":        {"add a note to a call", runNote},
+		"ack":         {"ack ID: you have seen a call that settled late; identical calls are sent again", runAck},
 		"list":        {"list calls, newest first", runList},
 		"tools":       {"the server's tools, each with its kind (read/write) and why", runTools},
 		"show":        {"one call with its attempts and decisions", runShow},

@@ -55,13 +55,13 @@ func runProxy(ctx context.Context, e *env, args []string) int {
 		return code
 	}
 	defer j.Close()
-	spec, _, err := serverSpec(e, &g, filepath.Join(filepath.Dir(j.Path()), "demo-server.db"))
+	choice, err := serverSpec(e, &g, filepath.Join(filepath.Dir(j.Path()), "demo-server.db"))
 	if err != nil {
 		fmt.Fprintf(e.stderr, "mcp-confirm proxy: %v\nRun 'mcp-confirm --help' for server selection.\n", err)
 		return exitBadInput
 	}
 	p := proxy.New(proxy.Options{
-		Server: spec, Journal: j, Policy: policy, Timeout: g.timeout, Version: version,
+		Server: choice.spec, Identity: choice.identity, Journal: j, Policy: policy, Timeout: g.timeout, Version: version,
 		Logger:       slog.New(slog.NewTextHandler(logw, nil)).With("from", "mcp-confirm proxy"),
 		ServerStderr: logw,
 	})

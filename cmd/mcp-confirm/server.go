@@ -13,28 +13,82 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/pending"
 )
 
+// serverChoice is the server a command talks to, and how it was reached
+// (stored with every call it makes, SPEC §9).
+type serverChoice struct {
+	spec     mcpclient.ServerSpec
+	identity guard.ServerIdentity
+	builtin  bool // the built-in demo server
+	given    bool // named on this command line (-- CMD, or --config/--server)
+}
+
 // serverSpec picks the server: -- CMD ARGS, or --config F --server N, or
 // the built-in demo server (this binary's demo-server command, keeping its
 // orders in demoDB so successive commands see the same orders).
-func serverSpec(e *env, g *globalOpts, demoDB string) (mcpclient.ServerSpec, bool, error) {
+func serverSpec(e *env, g *globalOpts, demoDB string) (serverChoice, error) {
 	switch {
 	case len(e.serverCmd) > 0 && (g.config != "" || g.server != ""):
-		return mcpclient.ServerSpec{}, false, errors.New("give the server either after -- or with --config and --server, not both")
+		return serverChoice{}, errors.New("give the server either after -- or with --config and --server, not both")
 	case len(e.serverCmd) > 0:
-		return mcpclient.ServerSpec{Command: e.serverCmd[0], Args: e.serverCmd[1:]}, false, nil
+		dir, _ := os.Getwd()
+		spec := mcpclient.ServerSpec{Command: e.serverCmd[0], Args: e.serverCmd[1:]}
+		id := guard.ServerIdentity{Command: spec.Command, Args: spec.Args, Dir: dir}
+		return serverChoice{spec: spec, identity: id, given: true}, nil
 	case g.config != "" && g.server == "":
-		return mcpclient.ServerSpec{}, false, errors.New("--config needs --server NAME to say which server in it")
+		return serverChoice{}, errors.New("--config needs --server NAME to say which server in it")
 	case g.server != "" && g.config == "":
-		return mcpclient.ServerSpec{}, false, errors.New("--server needs --config FILE")
+		return serverChoice{}, errors.New("--server needs --config FILE")
 	case g.config != "":
 		spec, err := mcpclient.LoadConfig(g.config, g.server)
-		return spec, false, err
+		if err != nil {
+			return serverChoice{}, err
+		}
+		abs, err := filepath.Abs(g.config)
+		if err != nil {
+			return serverChoice{}, err
+		}
+		return serverChoice{spec: spec, identity: guard.ServerIdentity{Config: abs, Server: g.server}, given: true}, nil
 	}
+	return builtinDemo(demoDB)
+}
+
+func builtinDemo(demoDB string) (serverChoice, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return mcpclient.ServerSpec{}, false, fmt.Errorf("find this program to run the demo server: %w", err)
+		return serverChoice{}, fmt.Errorf("find this program to run the demo server: %w", err)
 	}
-	return mcpclient.ServerSpec{Command: self, Args: []string{"demo-server", "--db", demoDB}}, true, nil
+	if abs, err := filepath.Abs(demoDB); err == nil {
+		demoDB = abs
+	}
+	return serverChoice{
+		spec:     mcpclient.ServerSpec{Command: self, Args: []string{"demo-server", "--db", demoDB}},
+		identity: guard.ServerIdentity{Builtin: guard.BuiltinDemo, DemoDB: demoDB},
+		builtin:  true,
+	}, nil
+}
+
+// callServer is the server a call was made on, from its stored identity:
+// query and retry go there when no server is named (SPEC §9). A call whose
+// identity was never recorded has no server to fall back to: the built-in
+// demo would be another server with other orders.
+func callServer(c pending.Call) (serverChoice, error) {
+	id, ok := guard.ParseServerIdentity(c.ServerIdentity)
+	if !ok {
+		return serverChoice{}, fmt.Errorf("call %d was recorded without the way its server was reached (by an older mcp-confirm); "+
+			"name its server (%q) with -- COMMAND or --config FILE --server NAME", c.ID, c.Server)
+	}
+	switch {
+	case id.Builtin != "":
+		return builtinDemo(id.DemoDB)
+	case id.Config != "":
+		spec, err := mcpclient.LoadConfig(id.Config, id.Server)
+		if err != nil {
+			return serverChoice{}, fmt.Errorf("call %d was made on %s, which cannot be read now: %w", c.ID, id, err)
+		}
+		return serverChoice{spec: spec, identity: id}, nil
+	}
+	spec := mcpclient.ServerSpec{Command: id.Command, Args: id.Args, Dir: id.Dir}
+	return serverChoice{spec: spec, identity: id}, nil
 }
 
 // engine is everything a command that talks to a server needs.
@@ -50,9 +104,11 @@ func (en *engine) close() {
 }
 
 // openEngine opens the journal, reads the policy and prepares the server
-// session (started lazily by the first call). Errors are printed; the
-// returned code is the exit code when en is nil.
-func openEngine(ctx context.Context, e *env, g *globalOpts, cmd string) (*engine, int) {
+// session (started lazily by the first call). forCall, when not 0, is the
+// call a query or retry is about: with no server named, its own server is
+// used. Errors are printed; the returned code is the exit code when en is
+// nil.
+func openEngine(ctx context.Context, e *env, g *globalOpts, cmd string, forCall int64) (*engine, int) {
 	var policy *guard.Policy
 	if g.policy != "" {
 		p, err := guard.LoadPolicy(g.policy)
@@ -71,12 +127,20 @@ func openEngine(ctx context.Context, e *env, g *globalOpts, cmd string) (*engine
 		return nil, code
 	}
 	demoDB := filepath.Join(filepath.Dir(j.Path()), "demo-server.db")
-	spec, _, err := serverSpec(e, g, demoDB)
+	choice, err := serverSpec(e, g, demoDB)
+	if err == nil && !choice.given && forCall != 0 {
+		choice, err = ownServer(ctx, j, forCall)
+	}
 	if err != nil {
 		j.Close()
-		fmt.Fprintf(e.stderr, "mcp-confirm %s: %v\nRun 'mcp-confirm --help' for server selection.\n", cmd, err)
-		return nil, exitBadInput
+		code := exitBadInput
+		if errors.Is(err, pending.ErrNoSuchCall) {
+			err = fmt.Errorf("no call %d in %s", forCall, j.Path())
+		}
+		fmt.Fprintf(e.stderr, "mcp-confirm %s: %v\nRun 'mcp-confirm --help' for server selection; nothing was sent.\n", cmd, err)
+		return nil, code
 	}
+	spec := choice.spec
 	en := &engine{journal: j}
 	var gd *guard.Guard
 	en.client = mcpclient.New(spec, mcpclient.Options{
@@ -86,38 +150,59 @@ func openEngine(ctx context.Context, e *env, g *globalOpts, cmd string) (*engine
 			_ = j.RecordEvent(context.Background(), pending.EventSessionStarted, 0, fmt.Sprintf("session %d", n))
 		},
 	})
-	gd = guard.New(j, en.client, guard.Options{Policy: policy, ServerAlias: spec.Name, WriteTimeout: g.timeout})
+	gd = guard.New(j, en.client, guard.Options{Policy: policy, ServerAlias: spec.Name, Server: choice.identity,
+		WriteTimeout: g.timeout})
 	en.guard = gd
 	return en, exitOK
 }
 
+// ownServer is the server call id was made on.
+func ownServer(ctx context.Context, j *pending.Journal, id int64) (serverChoice, error) {
+	c, err := j.Get(ctx, id)
+	if err != nil {
+		return serverChoice{}, err
+	}
+	return callServer(c)
+}
+
 // exitFor maps a guard error (or a call's final state) to the exit code of
-// SPEC §4, printing the message and what to do.
-func exitFor(e *env, cmd string, res guard.Result, err error) int {
+// SPEC §4, printing the message and what to do. Every command it suggests
+// works when pasted as is: it names the journal and policy this one used.
+func exitFor(e *env, g *globalOpts, cmd string, res guard.Result, err error) int {
+	self := g.self()
 	if err != nil {
 		msg := err.Error()
 		var held *guard.HeldError
+		var late *guard.LateSettledError
 		var pendingKey *guard.KeyPendingError
 		var notRecorded *guard.OutcomeNotRecordedError
 		switch {
 		case errors.As(err, &notRecorded):
 			fmt.Fprintf(e.stderr, "mcp-confirm %s: %s; treat it as unknown, it was NOT resent.\n"+
-				"Fix the journal (disk space, permissions), then 'mcp-confirm list' shows it unknown; decide it with query, retry, mark or abandon.\n",
-				cmd, oneLine(msg))
+				"%sFix the journal (disk space, permissions), then '%s list' shows it unknown; decide it with query, retry, mark or abandon.\n",
+				cmd, oneLine(msg), serverSaid(notRecorded), self)
 			return exitUnknown
+		case errors.As(err, &late):
+			fmt.Fprintf(e.stderr, "mcp-confirm %s: call %d with the same arguments settled late (%s); nothing was sent; --new makes another.\n"+
+				"Its stored outcome is printed above; '%s ack %d' ends the hold once you have seen it.\n",
+				cmd, late.CallID, late.State, self, late.CallID)
+			if late.State == pending.StateFailed {
+				return exitFailed
+			}
+			return exitOK
 		case errors.As(err, &held):
 			fmt.Fprintf(e.stderr, "mcp-confirm %s: held: call %d with the same tool and arguments is %s; nothing was sent.\n"+
-				"Decide that call first ('mcp-confirm show %d'), or pass --new if this is deliberately a second operation.\n",
-				cmd, held.CallID, held.State, held.CallID)
+				"Decide that call first ('%s show %d'), or pass --new if this is deliberately a second operation.\n",
+				cmd, held.CallID, held.State, self, held.CallID)
 			return exitHeld
 		case errors.As(err, &pendingKey):
-			fmt.Fprintf(e.stderr, "mcp-confirm %s: %s.\nTo resend it with the same key, run 'mcp-confirm retry %d'.\n", cmd, msg, pendingKey.CallID)
+			fmt.Fprintf(e.stderr, "mcp-confirm %s: %s.\nTo resend it with the same key, run '%s retry %d'.\n", cmd, msg, self, pendingKey.CallID)
 			return exitHeld
 		case errors.Is(err, guard.ErrBadInput):
 			fmt.Fprintf(e.stderr, "mcp-confirm %s: %s.\nNothing was sent.\n", cmd, trimClass(msg))
 			return exitBadInput
 		case errors.Is(err, guard.ErrNotAllowed):
-			fmt.Fprintf(e.stderr, "mcp-confirm %s: %s.\nRun 'mcp-confirm show ID' to see the call's state and history.\n", cmd, trimClass(msg))
+			fmt.Fprintf(e.stderr, "mcp-confirm %s: %s.\nRun '%s show ID' to see the call's state and history.\n", cmd, trimClass(msg), self)
 			return exitBadInput
 		case errors.Is(err, guard.ErrHeld):
 			fmt.Fprintf(e.stderr, "mcp-confirm %s: %s.\n", cmd, trimClass(msg))
@@ -136,12 +221,25 @@ func exitFor(e *env, cmd string, res guard.Result, err error) int {
 	case pending.StateFailed:
 		return exitFailed
 	case pending.StateUnknown, pending.StateInFlight:
+		id := res.Call.ID
 		fmt.Fprintf(e.stderr, "mcp-confirm %s: the outcome of call %d is unknown (%s); it was NOT resent.\n"+
-			"Check it with 'mcp-confirm query %d', then 'retry %d' (same key), 'mark %d applied' or 'abandon %d'.\n",
-			cmd, res.Call.ID, res.Call.Reason, res.Call.ID, res.Call.ID, res.Call.ID, res.Call.ID)
+			"Check it with '%s query %d', then '%s retry %d' (same key), '%s mark %d applied' or '%s abandon %d'.\n",
+			cmd, id, res.Call.Reason, self, id, self, id, self, id, self, id)
 		return exitUnknown
 	}
 	return exitOK
+}
+
+// serverSaid tells what the server answered when the journal could not
+// keep it (the answer itself is on stdout).
+func serverSaid(e *guard.OutcomeNotRecordedError) string {
+	switch e.Event {
+	case pending.EventSucceeded:
+		return "The server DID answer: it succeeded (the result is printed above), but the journal does not know it.\n"
+	case pending.EventFailed:
+		return "The server DID answer: it failed (printed above), but the journal does not know it.\n"
+	}
+	return ""
 }
 
 // oneLine puts a multi-line message on one line: a server that fails to

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mcp-confirm/mcp-confirm/guard"
 	"github.com/mcp-confirm/mcp-confirm/pending"
 	"github.com/mcp-confirm/mcp-confirm/termtext"
 )
@@ -70,9 +71,18 @@ func printCall(w io.Writer, c pending.Call) {
 	if c.Conflict {
 		fmt.Fprintf(w, "  CONFLICT: %s\n", termtext.Line(c.ConflictNote))
 	}
+	if c.HoldsLate() {
+		fmt.Fprintf(w, "  SETTLED LATE at %s, after its caller was told it was unknown; identical calls are held\n"+
+			"           and answered with this outcome until 'mcp-confirm ack %d'\n", stamp(*c.LateSettledAt), c.ID)
+	} else if c.LateSettledAt != nil && c.AckedAt != nil {
+		fmt.Fprintf(w, "  settled late at %s, acknowledged at %s\n", stamp(*c.LateSettledAt), stamp(*c.AckedAt))
+	}
 	server := termtext.Line(c.Server)
 	if c.ServerAlias != "" {
 		server += " (config " + termtext.Line(c.ServerAlias) + ")"
+	}
+	if id, ok := guard.ParseServerIdentity(c.ServerIdentity); ok {
+		server += ", reached as " + termtext.Line(id.String())
 	}
 	fmt.Fprintf(w, "  tool     %s (%s, from %s)\n  server   %s\n  key      %s\n", termtext.Line(c.Tool), c.Kind, c.KindSource, server, c.Key)
 	fmt.Fprintf(w, "  created  %s\n  updated  %s\n", stamp(c.CreatedAt), stamp(c.UpdatedAt))

@@ -23,14 +23,14 @@ func runTools(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "mcp-confirm tools: unexpected argument %q\nRun 'mcp-confirm tools [-- SERVER_COMMAND]'.\n", pos[0])
 		return exitBadInput
 	}
-	en, code := openEngine(ctx, e, &g, "tools")
+	en, code := openEngine(ctx, e, &g, "tools", 0)
 	if en == nil {
 		return code
 	}
 	defer en.close()
 	tools, err := en.guard.ListTools(ctx)
 	if err != nil {
-		return exitFor(e, "tools", guard.Result{}, err)
+		return exitFor(e, &g, "tools", guard.Result{}, err)
 	}
 	type row struct {
 		Name        string `json:"name"`
