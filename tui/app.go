@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,6 +35,15 @@ type Journal interface {
 	Path() string
 }
 
+// LateLister is what a Journal may also offer: the calls that hold late
+// (pending.Call.HoldsLate), read from the journal's partial index on
+// late_settled_at/acked_at, at a cost that does not grow with the journal.
+// A journal without it is read whole, in keyset pages, and those reads are
+// spaced out (latePause).
+type LateLister interface {
+	HoldingLate(ctx context.Context) ([]pending.Call, error)
+}
+
 // Engine is what the console asks of the guard (guard.Guard).
 type Engine interface {
 	Call(ctx context.Context, req guard.Request) (guard.Result, error)
@@ -42,6 +52,9 @@ type Engine interface {
 	Abandon(ctx context.Context, id int64, note string) error
 	MarkApplied(ctx context.Context, id int64, note string) error
 	Note(ctx context.Context, id int64, note string) error
+	// Ack records that the operator has seen a call that settled late;
+	// identical calls are sent again from then on (SPEC §9).
+	Ack(ctx context.Context, id int64, note string) error
 	ListTools(ctx context.Context) ([]mcp.Tool, error)
 	Classify(t mcp.Tool) (pending.Kind, pending.KindSource)
 }
@@ -117,6 +130,10 @@ type shared struct {
 	tools       []toolInfo
 	toolsErr    error
 	toolsLoaded bool
+	// late is every call that settled late and is not acknowledged, oldest
+	// late settle first; lateKnown once it has been read.
+	late      []pending.Call
+	lateKnown bool
 }
 
 func (sh *shared) tool(name string) (toolInfo, bool) {
@@ -147,10 +164,14 @@ type Model struct {
 	message     string // what the last action did, to which call
 	messageErr  bool
 	messageWarn bool           // an outcome to act on, not an error
+	messageMark string         // the warning's glyph when not GlyphUnknown
 	queried     map[int64]bool // calls the operator queried this session (the demo's hints)
 	busy        bool           // message says what is running
 	recovered   int
-	w, h        int
+	// The late scan: one at a time; a change while it runs asks for another.
+	lateScanning, lateAgain bool
+	lateTook                time.Duration
+	w, h                    int
 }
 
 // New returns the console's root model.
@@ -177,6 +198,7 @@ func New(o Options) Model {
 	hm.Styles.FullSeparator = sh.st.Faint
 	hm.Styles.Ellipsis = sh.st.Faint
 	m := Model{sh: sh, keys: defaultAppKeys(), help: hm, w: 80, h: 24, queried: map[int64]bool{}}
+	m.lateScanning = o.Journal != nil // Init starts the first scan
 	if o.Journal != nil {
 		m.recovered = len(o.Journal.Recovered())
 	}
@@ -188,11 +210,16 @@ func New(o Options) Model {
 	return m
 }
 
-// Init loads the first window, the tools (which starts the server), and
-// starts the clock and the journal watch.
+// Init loads the first window, the tools (which starts the server), the
+// calls that settled late, and starts the clock and the journal watch.
 func (m Model) Init() tea.Cmd {
+	var late tea.Cmd
+	if m.sh.opts.Journal != nil {
+		late = loadLateCmd(m.sh.opts.Journal, 0)
+	}
 	return tea.Batch(
 		m.list.reload(anchorStart),
+		late,
 		listToolsCmd(m.sh.opts.Engine),
 		nowCmd(m.sh.opts.Now, m.sh.opts.Server),
 		tickCmd(m.sh.opts.Tick, m.sh.opts.Now, m.sh.opts.Server),
@@ -304,10 +331,46 @@ func (m *Model) globalKey(k tea.KeyMsg) (tea.Cmd, bool) {
 		m.showHelp = false
 		return nil, true
 	}
+	if m.active == screenList {
+		if cmd, handled := m.lateKey(k); handled {
+			return cmd, true
+		}
+	}
 	if m.active == screenList || m.active == screenDetail {
 		return m.decisionKey(k)
 	}
 	return nil, false
+}
+
+// lateKey (L) selects the next call that settled late and is not yet
+// acknowledged, in its state's tab, after the selected one if that is one.
+func (m *Model) lateKey(k tea.KeyMsg) (tea.Cmd, bool) {
+	b := m.list.keys.Late
+	if !key.Matches(k, b) && !pressedDisabled(k, b) {
+		return nil, false
+	}
+	late := m.sh.late
+	if len(late) == 0 {
+		if m.sh.lateKnown {
+			m.setMessage("no call is waiting for an acknowledgement: none settled late after being reported unknown", true)
+		} else {
+			m.setMessage("still reading the journal for calls that settled late; try again in a moment", true)
+		}
+		return nil, true
+	}
+	i := 0
+	if c, ok := m.list.selected(); ok {
+		for j := range late {
+			if late[j].ID == c.ID {
+				i = (j + 1) % len(late)
+			}
+		}
+	}
+	c := late[i]
+	m.setMessage(fmt.Sprintf("late settle %d of %d: call %d (%s) %s late, %s ago; identical calls are held until you acknowledge it (A)",
+		i+1, len(late), c.ID, clean(c.Tool), stateWord(c.State), age(m.sh.now.Sub(*c.LateSettledAt))), false)
+	m.messageWarn, m.messageMark = true, GlyphLate
+	return m.list.jumpTo(c), true
 }
 
 // decisionKey opens the dialog for s, r, x, m or n on the selected call, or
@@ -321,7 +384,7 @@ func (m *Model) decisionKey(k tea.KeyMsg) (tea.Cmd, bool) {
 	for _, b := range []struct {
 		b      key.Binding
 		action pending.Action
-	}{{dk.Query, pending.ActionQuery}, {dk.Retry, pending.ActionRetry}, {dk.Abandon, pending.ActionAbandon}, {dk.Mark, pending.ActionMark}, {dk.Note, pending.ActionNote}} {
+	}{{dk.Query, pending.ActionQuery}, {dk.Retry, pending.ActionRetry}, {dk.Abandon, pending.ActionAbandon}, {dk.Mark, pending.ActionMark}, {dk.Note, pending.ActionNote}, {dk.Ack, pending.ActionAck}} {
 		switch {
 		case key.Matches(k, b.b) && ok:
 			return m.openDecision(b.action, c), true
@@ -351,7 +414,9 @@ func (m *Model) syncBindings() {
 		dk.Abandon.SetEnabled(ok && c.State == pending.StateUnknown)
 		dk.Mark.SetEnabled(ok && c.State == pending.StateUnknown)
 		dk.Note.SetEnabled(ok)
+		dk.Ack.SetEnabled(ok && c.HoldsLate())
 	}
+	m.list.keys.Late.SetEnabled(len(m.sh.late) > 0)
 }
 
 // disabledReason is the one line shown when an action's key is pressed on
@@ -368,6 +433,11 @@ func disabledReason(a pending.Action, c pending.Call, ok bool) string {
 		return fmt.Sprintf("%s is %s; only unknown calls can be %s", name, stateWord(c.State), map[pending.Action]string{pending.ActionAbandon: "abandoned", pending.ActionMark: "marked applied"}[a])
 	case pending.ActionQuery:
 		return fmt.Sprintf("%s is a read; reads are never unknown, there is nothing to query", name)
+	case pending.ActionAck:
+		if c.LateSettledAt != nil && c.AckedAt != nil {
+			return fmt.Sprintf("%s was acknowledged already (%s); it holds nothing", name, stamp(*c.AckedAt))
+		}
+		return fmt.Sprintf("%s did not settle late after being reported unknown; there is nothing to acknowledge", name)
 	}
 	return fmt.Sprintf("cannot %s %s", a, name)
 }
@@ -395,6 +465,8 @@ func (m *Model) appMsg(msg tea.Msg) (tea.Cmd, bool) {
 		_, cmd := m.detail.Update(msg)
 		m.syncBindings()
 		return cmd, true
+	case lateLoadedMsg:
+		return m.onLateLoaded(msg), true
 	case openDecisionMsg:
 		return m.openDecision(msg.Action, msg.Call), true
 	case queriedMsg:
@@ -425,11 +497,42 @@ func (m *Model) onTick(t tickMsg) tea.Cmd {
 
 // onJournalChanged reloads what is on screen and waits for the next change.
 func (m *Model) onJournalChanged() tea.Cmd {
-	cmds := []tea.Cmd{m.list.refresh(), watchCmd(m.sh.opts.Watch)}
+	cmds := []tea.Cmd{m.list.refresh(), watchCmd(m.sh.opts.Watch), m.scanLate()}
 	if m.detail.loaded {
 		cmds = append(cmds, loadCallCmd(m.sh.opts.Journal, m.detail.call.ID))
 	}
 	return tea.Batch(cmds...)
+}
+
+// scanLate reads the calls that hold late again: now if no read is
+// running (after a pause that keeps a whole-journal read rare), else once
+// the running one ends.
+func (m *Model) scanLate() tea.Cmd {
+	if m.sh.opts.Journal == nil {
+		return nil
+	}
+	if m.lateScanning {
+		m.lateAgain = true
+		return nil
+	}
+	m.lateScanning = true
+	return loadLateCmd(m.sh.opts.Journal, latePause(m.lateTook))
+}
+
+func (m *Model) onLateLoaded(msg lateLoadedMsg) tea.Cmd {
+	m.lateScanning = false
+	m.lateTook = msg.Took
+	if msg.Err != nil {
+		m.setMessage("cannot read which calls settled late: "+errLine(msg.Err), true)
+	} else {
+		m.sh.late, m.sh.lateKnown = msg.Calls, true
+		m.syncBindings()
+	}
+	if m.lateAgain {
+		m.lateAgain = false
+		return m.scanLate()
+	}
+	return nil
 }
 
 // show switches screens.
@@ -469,6 +572,11 @@ func (m *Model) show(s screenID, tool string) tea.Cmd {
 // onQueried reports a query's evidence and reloads the call.
 func (m *Model) onQueried(msg queriedMsg) tea.Cmd {
 	who := fmt.Sprintf("call %d %s key %s", msg.ID, clean(msg.Tool), keyTail(msg.Key))
+	var ser *guard.ServerMismatchError
+	if errors.As(msg.Err, &ser) {
+		m.setMessage(serverMismatchLine(ser, msg.ID, "query"), true)
+		return m.reloadAfter(msg.ID)
+	}
 	if msg.Err != nil {
 		m.setMessage("query of "+who+" failed: "+errLine(msg.Err), true)
 		return m.reloadAfter(msg.ID)
@@ -492,7 +600,7 @@ func (m *Model) onRetried(msg retriedMsg) tea.Cmd {
 	var ser *guard.ServerMismatchError
 	switch {
 	case errors.As(msg.Err, &ser):
-		m.setMessage(fmt.Sprintf("not sent: call %d was made on server %q, this is %q; retry it from a console on that server", msg.ID, clean(ser.Recorded), clean(ser.Now)), true)
+		m.setMessage(serverMismatchLine(ser, msg.ID, "retry"), true)
 	case msg.Err != nil:
 		m.setMessage("retry of call "+fmt.Sprint(msg.ID)+" failed: "+errLine(msg.Err), true)
 	default:
@@ -509,9 +617,28 @@ func (m *Model) onRetried(msg retriedMsg) tea.Cmd {
 	return m.reloadAfter(msg.ID)
 }
 
+// serverMismatchLine says that a query or retry was refused because the
+// call was made on another server, and what to run instead: the CLI goes
+// to the call's own server when none is given.
+func serverMismatchLine(e *guard.ServerMismatchError, id int64, command string) string {
+	where := fmt.Sprintf("server %q", clean(e.Recorded))
+	if e.RecordedIdentity != "" {
+		where = trunc(clean(e.RecordedIdentity), 48)
+	}
+	return fmt.Sprintf("not sent: call %d was made on %s; run 'mcp-confirm %s %d' (it uses the call's own server)", id, where, command, id)
+}
+
 func (m *Model) onDecided(msg decidedMsg) tea.Cmd {
 	if msg.Err != nil {
 		m.setMessage(fmt.Sprintf("%s of call %d failed: %s", msg.Action, msg.ID, errLine(msg.Err)), true)
+		return m.reloadAfter(msg.ID)
+	}
+	if msg.Action == pending.ActionAck {
+		// Its hold is over now: the count and L drop it before the next
+		// read of the journal confirms it.
+		m.sh.late = slices.DeleteFunc(slices.Clone(m.sh.late), func(c pending.Call) bool { return c.ID == msg.ID })
+		m.syncBindings()
+		m.setMessage(fmt.Sprintf("acknowledged call %d (%s): identical calls will be sent again from now on", msg.ID, clean(msg.Tool)), false)
 		return m.reloadAfter(msg.ID)
 	}
 	done := map[pending.Action]string{pending.ActionAbandon: "abandoned", pending.ActionMark: "marked applied", pending.ActionNote: "noted"}[msg.Action]
@@ -569,9 +696,10 @@ func (m *Model) onCallDone(msg callDoneMsg) tea.Cmd {
 	return m.list.refresh()
 }
 
-// reloadAfter reloads the list and, if shown, the detail of a call.
+// reloadAfter reloads the list, the calls that settled late and, if shown,
+// the detail of a call.
 func (m *Model) reloadAfter(id int64) tea.Cmd {
-	cmds := []tea.Cmd{m.list.refresh()}
+	cmds := []tea.Cmd{m.list.refresh(), m.scanLate()}
 	if m.detail.loaded && m.detail.call.ID == id {
 		cmds = append(cmds, loadCallCmd(m.sh.opts.Journal, id))
 	}
@@ -579,7 +707,7 @@ func (m *Model) reloadAfter(id int64) tea.Cmd {
 }
 
 func (m *Model) setMessage(s string, isErr bool) {
-	m.message, m.messageErr, m.busy, m.messageWarn = s, isErr, false, false
+	m.message, m.messageErr, m.busy, m.messageWarn, m.messageMark = s, isErr, false, false, ""
 }
 
 func (m *Model) nextDialogID() int {
@@ -680,6 +808,8 @@ func (m Model) messageLine() string {
 			msg = st.Info.Render("… " + m.message)
 		case m.messageErr:
 			msg = st.ErrorLine.Render("! " + m.message)
+		case m.messageWarn && m.messageMark != "":
+			msg = st.Warn.Render(m.messageMark + " " + m.message)
 		case m.messageWarn:
 			msg = st.Warn.Render(GlyphUnknown + " " + m.message)
 		default:
@@ -730,6 +860,9 @@ func (m Model) statusBar() string {
 	counts := fmt.Sprintf("%d unknown", c[pending.StateUnknown])
 	if n := c[pending.StateInFlight]; n > 0 {
 		counts += fmt.Sprintf(" · %d in flight", n)
+	}
+	if n := len(m.sh.late); n > 0 {
+		counts += fmt.Sprintf(" · %s %d settled late", GlyphLate, n)
 	}
 	path := ""
 	if m.sh.opts.Journal != nil {
@@ -830,6 +963,8 @@ func (m *Model) openDecision(a pending.Action, c pending.Call) tea.Cmd {
 		d = newMarkDialog(m.sh, did, c, func(note string) tea.Cmd { return decideCmd(ctx, e, a, id, tool, key, note) })
 	case pending.ActionNote:
 		d = newNoteDialog(m.sh, did, c, func(note string) tea.Cmd { return decideCmd(ctx, e, a, id, tool, key, note) })
+	case pending.ActionAck:
+		d = newAckDialog(m.sh, did, c, func(note string) tea.Cmd { return decideCmd(ctx, e, a, id, tool, key, note) })
 	}
 	who := clean(tool) + " key " + keyTail(key)
 	busy := map[pending.Action]string{
@@ -838,6 +973,7 @@ func (m *Model) openDecision(a pending.Action, c pending.Call) tea.Cmd {
 		pending.ActionAbandon: "abandoning " + who + "…",
 		pending.ActionMark:    "marking " + who + " applied…",
 		pending.ActionNote:    "saving the note on " + who + "…",
+		pending.ActionAck:     "acknowledging the late settle of " + who + "…",
 	}[a]
 	switch d := d.(type) {
 	case *confirmDialog:

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"time"
@@ -116,6 +117,79 @@ func loadWindowCmd(j Journal, gen int, q listQuery, kind anchorKind, anchor pend
 	}
 }
 
+// lateScanPage is how many calls one read of the fallback late scan takes.
+const lateScanPage = 1000
+
+// maxLatePause bounds the pause before a fallback late scan.
+const maxLatePause = time.Minute
+
+// loadLateCmd reads the calls that hold late (settled late, not yet
+// acknowledged). It waits pause first: the fallback read costs time in
+// proportion to the journal, so the console spaces such reads out (see
+// latePause).
+func loadLateCmd(j Journal, pause time.Duration) tea.Cmd {
+	return func() tea.Msg {
+		if pause > 0 {
+			time.Sleep(pause)
+		}
+		start := time.Now()
+		calls, err := holdingLate(j)
+		return lateLoadedMsg{Calls: calls, Took: time.Since(start), Err: err}
+	}
+}
+
+// holdingLate lists the calls that hold late, oldest late settle first:
+// from the journal's own list when it has one (LateLister), else by reading
+// every call in keyset pages and keeping those that hold.
+func holdingLate(j Journal) ([]pending.Call, error) {
+	var out []pending.Call
+	if ll, ok := j.(LateLister); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+		defer cancel()
+		calls, err := ll.HoldingLate(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range calls {
+			if c.HoldsLate() {
+				out = append(out, c)
+			}
+		}
+	} else {
+		f := pending.Filter{OldestFirst: true, Limit: lateScanPage}
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+			page, err := j.List(ctx, f)
+			cancel()
+			if err != nil {
+				return nil, err
+			}
+			for _, c := range page {
+				if c.HoldsLate() {
+					out = append(out, c)
+				}
+			}
+			if len(page) < f.Limit {
+				break
+			}
+			last := page[len(page)-1]
+			f.After = &last
+		}
+	}
+	slices.SortFunc(out, func(a, b pending.Call) int {
+		return cmp.Or(a.LateSettledAt.Compare(*b.LateSettledAt), cmp.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
+// latePause is the pause before the next late scan: nine times what the
+// last one took, so that reading the whole journal takes at most a tenth
+// of the console's time however often the journal changes (on a journal
+// with its own list the scans take milliseconds, so the pause does too).
+func latePause(took time.Duration) time.Duration {
+	return min(9*took, maxLatePause)
+}
+
 // loadCallCmd reads one call with attempts and decisions.
 func loadCallCmd(j Journal, id int64) tea.Cmd {
 	return func() tea.Msg {
@@ -178,7 +252,7 @@ func retryCmd(ctx context.Context, e Engine, id int64, tool, key, note string) t
 	}
 }
 
-// decideCmd records abandon, mark or note.
+// decideCmd records abandon, mark, note or ack.
 func decideCmd(ctx context.Context, e Engine, action pending.Action, id int64, tool, key, note string) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, decideTimeout)
@@ -189,6 +263,8 @@ func decideCmd(ctx context.Context, e Engine, action pending.Action, id int64, t
 			err = e.Abandon(ctx, id, note)
 		case pending.ActionMark:
 			err = e.MarkApplied(ctx, id, note)
+		case pending.ActionAck:
+			err = e.Ack(ctx, id, note)
 		default:
 			err = e.Note(ctx, id, note)
 		}

@@ -95,12 +95,12 @@ func (d *detailScreen) View() string {
 
 func (d *detailScreen) ShortHelp() []key.Binding {
 	k := d.keys
-	return []key.Binding{k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Back, k.Down}
+	return []key.Binding{k.Ack, k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Back, k.Down}
 }
 
 func (d *detailScreen) FullHelp() [][]key.Binding {
 	k := d.keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Back}, {k.Query, k.Retry, k.Abandon, k.Mark, k.Note}}
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Back}, {k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Ack}}
 }
 
 // content is the whole history as text, wrapped to the width.
@@ -119,7 +119,11 @@ func (d *detailScreen) content() string {
 		}
 	}
 
-	line(st.Bold.Render(clean(c.Tool)) + st.Faint.Render(fmt.Sprintf("  call %d  ", c.ID)) + d.sh.st.stateLabel(c.State) + st.Subtle.Render(reasonSuffix(c)))
+	late := ""
+	if c.HoldsLate() {
+		late = " " + st.Late.Render(GlyphLate+" late")
+	}
+	line(st.Bold.Render(clean(c.Tool)) + st.Faint.Render(fmt.Sprintf("  call %d  ", c.ID)) + d.sh.st.stateLabel(c.State) + late + st.Subtle.Render(reasonSuffix(c)))
 	if d.err != nil {
 		line(st.ErrorLine.Render("cannot read the call: " + errLine(d.err)))
 	}
@@ -133,6 +137,18 @@ func (d *detailScreen) content() string {
 		srv += " (config name " + clean(c.ServerAlias) + ")"
 	}
 	field("server", srv+st.Faint.Render(" · ")+string(c.Kind)+st.Faint.Render(" (kind from "+string(c.KindSource)+")"))
+	if id, ok := guard.ParseServerIdentity(c.ServerIdentity); ok {
+		field("", "reached as "+clean(id.String()))
+	} else {
+		field("", st.Faint.Render("how the server was reached was not recorded"))
+	}
+	switch {
+	case c.HoldsLate():
+		field("late", st.Late.Render(fmt.Sprintf("%s settled late %s (%s ago), after its caller was told it was unknown; until you acknowledge it (A) or the policy's late_hold passes, identical calls are not sent and get this outcome",
+			GlyphLate, stamp(*c.LateSettledAt), age(d.sh.now.Sub(*c.LateSettledAt)))))
+	case c.LateSettledAt != nil && c.AckedAt != nil:
+		field("late", fmt.Sprintf("settled late %s, acknowledged %s: identical calls are sent again", stamp(*c.LateSettledAt), stamp(*c.AckedAt)))
+	}
 	field("retry", retrySafety(d.sh, c))
 	prop := st.Faint.Render("none yet: s runs the query")
 	if c.Proposal != "" {

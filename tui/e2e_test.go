@@ -124,8 +124,10 @@ func TestEndToEndRetryInTmux(t *testing.T) {
 		t.Fatalf("the lost call committed %d orders, want 1", n)
 	}
 
-	// 2. The console on the same journal, with the demo server (no fault now).
-	tm := newTerm(t, 100, 30, []string{"TERM=xterm-256color"}, bin, "--db", journal, "--", bin, "demo-server", "--db", demoDB)
+	// 2. The console on the same journal and the call's own server (the same
+	// command line: another one is refused, SPEC §9). The fault does not
+	// fire again: a replay of a committed key never hangs.
+	tm := newTerm(t, 100, 30, []string{"TERM=xterm-256color"}, bin, "--db", journal, "--", bin, "demo-server", "--db", demoDB, "--hang-after-commit", "1")
 	tm.waitFor("create_order", "idle timeout", "mcp-confirm-demo running")
 	tm.waitFor("retry  safe: create_order declares idempotency_key")
 	tm.press("r")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -131,6 +132,9 @@ query_tool = "find_orders"
 query_args = { idempotency_key = "{key}" }
 `
 
+// testIdentity is how the test guard says its server was reached.
+var testIdentity = guard.ServerIdentity{Command: "orders-server", Args: []string{"--stdio"}}
+
 // env is a real journal and a real guard on a fake server, with a fixed
 // clock and seeded keys, so goldens are stable.
 type env struct {
@@ -157,7 +161,7 @@ func newEnv(t testing.TB) *env {
 	srv := &fakeServer{name: "orders-test", tools: testTools(), answer: ordersAnswer, seen: map[string]int{}}
 	var seed [32]byte
 	copy(seed[:], "mcp-confirm tui golden key seed!")
-	g := guard.New(j, srv, guard.Options{Policy: pol, Operator: "ops", Keys: guard.SeededKeys(mrand.NewChaCha8(seed))})
+	g := guard.New(j, srv, guard.Options{Policy: pol, Operator: "ops", Keys: guard.SeededKeys(mrand.NewChaCha8(seed)), Server: testIdentity})
 	return &env{t: t, j: j, g: g, srv: srv, clock: clock, policy: pol}
 }
 
@@ -322,3 +326,40 @@ func flat(v string) string {
 }
 
 func lipglossWidth(s string) int { return ansi.StringWidth(s) }
+
+// ackRecorder is the console's Engine (the real guard) with its Ack calls
+// recorded, so a test can check which call the console acknowledged.
+type ackRecorder struct {
+	Engine
+	mu   sync.Mutex
+	acks []int64
+}
+
+func (r *ackRecorder) Ack(ctx context.Context, id int64, note string) error {
+	r.mu.Lock()
+	r.acks = append(r.acks, id)
+	r.mu.Unlock()
+	return r.Engine.Ack(ctx, id, note)
+}
+
+func (r *ackRecorder) acked() []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.acks)
+}
+
+// settleLate answers c's unknown first attempt late, ago before t0, after
+// its caller was told it was unknown: c succeeds late and holds identical
+// calls until an operator acknowledges it.
+func (e *env) settleLate(c pending.Call, ago time.Duration) pending.Call {
+	e.t.Helper()
+	e.clock.Set(t0.Add(-ago))
+	defer e.clock.Set(t0)
+	e.g.HandleLateResult(mcpclient.LateResult{Key: c.Key, Tool: c.Tool, Session: 1, Class: mcpclient.AnswerResult,
+		ResultJSON: json.RawMessage(`{"content":[{"type":"text","text":"order 7"}],"structuredContent":{"order_id":7}}`)})
+	got := e.get(c.ID)
+	if !got.HoldsLate() || got.State != pending.StateSucceeded {
+		e.t.Fatalf("call %d after a late answer: %s, late %v, acked %v", c.ID, got.State, got.LateSettledAt, got.AckedAt)
+	}
+	return got
+}

@@ -20,7 +20,7 @@ func defaultAppKeys() appKeys {
 
 // decisionKeys are the operator's decisions on the selected call (SPEC §4).
 // They are enabled or disabled as the selection's state allows.
-type decisionKeys struct{ Query, Retry, Abandon, Mark, Note key.Binding }
+type decisionKeys struct{ Query, Retry, Abandon, Mark, Note, Ack key.Binding }
 
 func defaultDecisionKeys() decisionKeys {
 	return decisionKeys{
@@ -29,18 +29,19 @@ func defaultDecisionKeys() decisionKeys {
 		Abandon: key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "abandon")),
 		Mark:    key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "mark applied")),
 		Note:    key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "note")),
+		Ack:     key.NewBinding(key.WithKeys("A"), key.WithHelp("A", "acknowledge late settle")),
 	}
 }
 
 func (k decisionKeys) all() []key.Binding {
-	return []key.Binding{k.Query, k.Retry, k.Abandon, k.Mark, k.Note}
+	return []key.Binding{k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Ack}
 }
 
 // listKeys drive the calls screen.
 type listKeys struct {
 	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
 	NextTab, PrevTab, Filter, Detail        key.Binding
-	NewCall, Tools                          key.Binding
+	NewCall, Tools, Late                    key.Binding
 	decisionKeys
 }
 
@@ -58,6 +59,7 @@ func defaultListKeys() listKeys {
 		Detail:       key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "details")),
 		NewCall:      key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "new call")),
 		Tools:        key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "tools")),
+		Late:         key.NewBinding(key.WithKeys("L"), key.WithHelp("L", "next late settle")),
 		decisionKeys: defaultDecisionKeys(),
 	}
 }
@@ -157,7 +159,7 @@ func KeyTable() string {
 		}
 	}
 	l := defaultListKeys()
-	add("calls", l.Up, l.Down, l.PageUp, l.PageDown, l.Top, l.Bottom, l.NextTab, l.PrevTab, l.Filter, l.Detail, l.NewCall, l.Tools)
+	add("calls", l.Up, l.Down, l.PageUp, l.PageDown, l.Top, l.Bottom, l.NextTab, l.PrevTab, l.Filter, l.Detail, l.NewCall, l.Tools, l.Late)
 	add("calls, detail", l.decisionKeys.all()...)
 	d := defaultDetailKeys()
 	add("detail", d.Back)

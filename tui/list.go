@@ -144,6 +144,15 @@ func (l *listScreen) showCall(st pending.State, c pending.Call) tea.Cmd {
 	return cmd
 }
 
+// jumpTo selects a call in its state's tab, clearing a tool filter that
+// would hide it.
+func (l *listScreen) jumpTo(c pending.Call) tea.Cmd {
+	if l.tool != "" && l.tool != c.Tool {
+		l.tool = ""
+	}
+	return l.showCall(c.State, c)
+}
+
 // onWindow applies a loaded window, keeping the selected and top rows
 // where they are (the operator may have moved while it loaded).
 func (l *listScreen) onWindow(msg windowLoadedMsg) tea.Cmd {
@@ -347,15 +356,15 @@ func (l *listScreen) ShortHelp() []key.Binding {
 		return []key.Binding{l.fkeys.Apply, l.fkeys.Cancel}
 	}
 	k := l.keys
-	return []key.Binding{k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Detail, k.NewCall, k.NextTab}
+	return []key.Binding{k.Ack, k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Detail, k.NewCall, k.NextTab, k.Late}
 }
 
 func (l *listScreen) FullHelp() [][]key.Binding {
 	k := l.keys
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
-		{k.NextTab, k.PrevTab, k.Filter, k.Detail, k.NewCall, k.Tools},
-		{k.Query, k.Retry, k.Abandon, k.Mark, k.Note},
+		{k.NextTab, k.PrevTab, k.Late, k.Filter, k.Detail, k.NewCall, k.Tools},
+		{k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Ack},
 	}
 }
 
@@ -390,8 +399,8 @@ func (l *listScreen) View() string {
 		}
 		for i := l.top; i < end; i++ {
 			c := l.rows[i]
-			k := fmt.Sprintf("%d|%s|%t|%d|%d|%s|%t|%d|%s", c.UpdatedAt.UnixNano(), c.State, i == l.cur, l.w, l.tab,
-				age(l.sh.now.Sub(c.CreatedAt)), c.Conflict, c.AttemptCount, c.Reason)
+			k := fmt.Sprintf("%d|%s|%t|%d|%d|%s|%t|%d|%s|%t", c.UpdatedAt.UnixNano(), c.State, i == l.cur, l.w, l.tab,
+				age(l.sh.now.Sub(c.CreatedAt)), c.Conflict, c.AttemptCount, c.Reason, c.HoldsLate())
 			r, ok := l.rowCache[c.ID]
 			if !ok || r.key != k {
 				r = cachedRow{key: k, out: l.rowView(c, i == l.cur, cols)}
@@ -467,9 +476,26 @@ func (l *listScreen) tabsView() string {
 		}
 		return strings.Join(parts, "")
 	}
-	s := render(0)
+	// The calls that settled late and wait for an acknowledgement are
+	// counted beside the tabs, on every tab: they are in the succeeded or
+	// failed tab, and L goes to them.
+	badge := func(long bool) string {
+		n := len(l.sh.late)
+		if n == 0 {
+			return ""
+		}
+		word := "late"
+		if long {
+			word = "settled late"
+		}
+		return " " + st.Late.Render(fmt.Sprintf("%s %d %s", GlyphLate, n, word)) + st.Subtle.Render(" ("+l.keys.Late.Help().Key+")")
+	}
+	s := render(0) + badge(true)
 	for short := 1; short <= 2 && ansi.StringWidth(s) > l.w; short++ {
-		s = render(short)
+		s = render(short) + badge(true)
+	}
+	if ansi.StringWidth(s) > l.w {
+		s = render(2) + badge(false)
 	}
 	return trunc(s, l.w)
 }
@@ -537,10 +563,17 @@ func (l *listScreen) rowView(c pending.Call, sel bool, cols columns) string {
 		pad(clean(c.Tool), cols.tool) + " " +
 		pad(shortArgs(c.Args), cols.args) + " " +
 		pad(keyTail(c.Key), cols.key) + " " +
-		padLeft(fmt.Sprint(c.AttemptCount), cols.tries) + " " +
-		pad(why, cols.why)
+		padLeft(fmt.Sprint(c.AttemptCount), cols.tries) + " "
 	glyph := st.State[c.State].Render(stateGlyph(c.State)) + rs.Render(" ")
-	return rs.Render(marker) + glyph + rs.Render(pad(text, max(0, l.w-4)))
+	if !c.HoldsLate() {
+		return rs.Render(marker) + glyph + rs.Render(pad(text+pad(why, cols.why), max(0, l.w-4)))
+	}
+	// A late settle no operator has acknowledged leads the why column, as
+	// a glyph and a word, until it is acknowledged.
+	text = trunc(text, max(0, l.w-4))
+	mark := trunc(GlyphLate+" late", max(0, l.w-4-ansi.StringWidth(text)))
+	rest := max(0, l.w-4-ansi.StringWidth(text)-ansi.StringWidth(mark))
+	return rs.Render(marker) + glyph + rs.Render(text) + st.Late.Inherit(rs).Render(mark) + rs.Render(pad(" "+why, rest))
 }
 
 // previewView describes the selected call under the list: the detail a
@@ -570,6 +603,8 @@ func (l *listScreen) previewView() string {
 	switch {
 	case c.Conflict:
 		lines = append(lines, st.Bad.Render("CONFLICT: "+clean(c.ConflictNote)))
+	case c.HoldsLate():
+		lines = append(lines, label("late   ")+st.Late.Render(lateLine(l.sh, c)))
 	case c.Proposal != "":
 		lines = append(lines, label("query  ")+st.Info.Render(clean(c.Proposal)))
 	default:
@@ -580,6 +615,13 @@ func (l *listScreen) previewView() string {
 		lines[i] = trunc(lines[i], l.w)
 	}
 	return strings.Join(lines[:previewHeight], "\n")
+}
+
+// lateLine says, for a call that holds late, when it settled and what that
+// holds until the operator acknowledges it.
+func lateLine(sh *shared, c pending.Call) string {
+	return fmt.Sprintf("%s %s late %s ago: identical calls are held until A acknowledges it (or late_hold passes)",
+		GlyphLate, stateWord(c.State), age(sh.now.Sub(*c.LateSettledAt)))
 }
 
 // retrySafety says in a phrase whether a retry is known to be safe.

@@ -41,6 +41,16 @@ type windowLoadedMsg struct {
 	Err      error
 }
 
+// lateLoadedMsg is every call that settled late after its caller was told
+// it was unknown and that no operator has acknowledged yet
+// (pending.Call.HoldsLate), oldest late settle first, and how long reading
+// them took (which paces the next read).
+type lateLoadedMsg struct {
+	Calls []pending.Call
+	Took  time.Duration
+	Err   error
+}
+
 // callLoadedMsg is one call with its attempts and decisions (detail).
 type callLoadedMsg struct {
 	ID   int64
@@ -83,7 +93,7 @@ type (
 		Result guard.Result
 		Err    error
 	}
-	decidedMsg struct { // abandon, mark, note
+	decidedMsg struct { // abandon, mark, note, ack
 		ID     int64
 		Tool   string
 		Key    string

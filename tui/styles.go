@@ -16,6 +16,7 @@ const (
 	GlyphApplied   = "✓"
 	GlyphAbandoned = "⊘"
 	GlyphAll       = "≡"
+	GlyphLate      = "⚑" // settled late, not yet acknowledged: always with the word "late"
 	GlyphSelected  = "›"
 	GlyphRead      = "R"
 	GlyphWrite     = "W"
@@ -51,6 +52,7 @@ type Styles struct {
 
 	Title, Subtle, Faint, Bold, Key, Warn, Bad, Good, Info, Accent lipgloss.Style
 	TopBar, StatusBar, Banner, Hint, Message, ErrorLine            lipgloss.Style
+	Late                                                           lipgloss.Style // the ⚑ late marker and the count of such calls
 	Tab                                                            struct{ Active, Inactive lipgloss.Style }
 	Row                                                            struct{ Normal, Selected, Header lipgloss.Style }
 	State                                                          map[pending.State]lipgloss.Style
@@ -85,6 +87,7 @@ func NewStyles(r *lipgloss.Renderer) *Styles {
 	s.Hint = n().Foreground(palette.Info)
 	s.Message = n().Foreground(palette.Fg)
 	s.ErrorLine = n().Foreground(palette.Bad)
+	s.Late = n().Bold(true).Foreground(palette.Warn)
 	s.Tab.Active = n().Bold(true).Foreground(palette.AccentFg).Background(palette.Accent)
 	s.Tab.Inactive = n().Foreground(palette.Muted)
 	s.Row.Normal = n().Foreground(palette.Fg)
