@@ -37,10 +37,10 @@ type Options struct {
 	// after all, this long after their commit, even if the client gave up
 	// on them meanwhile: the response that was late, not lost.
 	AnswerAfter time.Duration
-	FailRate        float64       // share of create_order executions that fail before committing
-	Seed            uint64        // seeds the fail-rate draws
-	Logger          *slog.Logger  // default: discard
-	Now             func() time.Time
+	FailRate    float64      // share of create_order executions that fail before committing
+	Seed        uint64       // seeds the fail-rate draws
+	Logger      *slog.Logger // default: discard
+	Now         func() time.Time
 }
 
 // Server is a demo server and the database behind it.

@@ -40,7 +40,7 @@ type Options struct {
 	Policy       *Policy
 	ServerAlias  string         // config name of the server, if one was used
 	Server       ServerIdentity // how the server was reached; stored with each call
-	WriteTimeout time.Duration // --timeout: overrides the policy's idle clock for writes
+	WriteTimeout time.Duration  // --timeout: overrides the policy's idle clock for writes
 	// ReadBudget, when set, bounds a read with all its retries (the proxy
 	// sets it so that its host hears an answer before giving up itself).
 	ReadBudget time.Duration

@@ -67,7 +67,7 @@ type Journal struct {
 	files  fileIDs // the file and WAL Open found; checked before each commit
 	broken error   // ErrJournalReplaced once found; writer goroutine, then Close
 
-	recovered []int64 // calls turned unknown by recovery on open
+	recovered []int64    // calls turned unknown by recovery on open
 	noteMu    sync.Mutex // guards noteOff (see unrecorded.go)
 	noteOff   int64
 	version   versionConn
