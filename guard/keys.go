@@ -38,11 +38,11 @@ func SeededKeys(r io.Reader) KeySource {
 	return &ulidKeys{entropy: r, now: func() uint64 { t++; return t }}
 }
 
-// ValidateKey applies SPEC §3's rule to a caller's key: 16–255 printable
+// ValidateKey applies SPEC §9's rule to a caller's key: 1–255 printable
 // ASCII characters, no spaces.
 func ValidateKey(k string) error {
-	if len(k) < 16 || len(k) > 255 {
-		return fmt.Errorf("key %q has %d characters; a key has 16 to 255", k, len(k))
+	if len(k) < 1 || len(k) > 255 {
+		return fmt.Errorf("a key has 1 to 255 characters, this one has %d", len(k))
 	}
 	for i := 0; i < len(k); i++ {
 		if c := k[i]; c <= ' ' || c > '~' {

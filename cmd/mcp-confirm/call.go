@@ -16,7 +16,7 @@ func runCall(ctx context.Context, e *env, args []string) int {
 	fs := newFlagSet("call", &g)
 	argsJSON := fs.String("args", "", "the tool's arguments as a JSON object, or - to read them from stdin")
 	argsFile := fs.String("args-file", "", "read the arguments (a JSON object) from this file")
-	key := fs.String("key", "", "your own idempotency key (16-255 printable characters, no spaces)")
+	key := fs.String("key", "", "your own idempotency key (1-255 printable ASCII characters, no spaces)")
 	isNew := fs.Bool("new", false, "a deliberately new operation: send even if an identical call is in flight or unknown")
 	pos, done := parseFlags(fs, args, e)
 	if done >= 0 {
