@@ -37,6 +37,12 @@ type Options struct {
 	// after all, this long after their commit, even if the client gave up
 	// on them meanwhile: the response that was late, not lost.
 	AnswerAfter time.Duration
+	// UnusableAnswer: the first N create_order answers are replaced, on the
+	// wire, by a line that is not a usable tool result (answers.go).
+	UnusableAnswer int
+	// AnswerTwice: the first N create_order answers are written twice, the
+	// second copy sometimes different (answers.go).
+	AnswerTwice int
 	FailRate    float64      // share of create_order executions that fail before committing
 	Seed        uint64       // seeds the fail-rate draws
 	Logger      *slog.Logger // default: discard
@@ -103,7 +109,7 @@ func NewServer(ctx context.Context, opts Options) (*Server, error) {
 	s.mcp = server.NewMCPServer(Name, Version, server.WithToolCapabilities(false), server.WithRecovery())
 	s.addTools()
 	s.log.Info("demo server ready", "db", s.path, "delay", opts.Delay, "hang_after_commit", opts.HangAfterCommit,
-		"fail_rate", opts.FailRate, "seed", opts.Seed)
+		"fail_rate", opts.FailRate, "unusable_answer", opts.UnusableAnswer, "answer_twice", opts.AnswerTwice, "seed", opts.Seed)
 	return s, nil
 }
 
@@ -139,6 +145,9 @@ func Serve(ctx context.Context, opts Options, stdin io.Reader, stdout io.Writer)
 		return err
 	}
 	defer s.Close()
+	if opts.UnusableAnswer > 0 || opts.AnswerTwice > 0 {
+		stdin, stdout = newAnswerFaults(opts, s.log).wrap(stdin, stdout)
+	}
 	stdio := server.NewStdioServer(s.mcp)
 	stdio.SetErrorLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelError))
 	err = stdio.Listen(ctx, stdin, stdout)

@@ -21,6 +21,8 @@ func runDemoServer(ctx context.Context, e *env, args []string) int {
 	fs.DurationVar(&o.Delay, "delay", 0, "every create_order takes this long, sending progress every 250ms")
 	fs.IntVar(&o.HangAfterCommit, "hang-after-commit", 0, "the first N create_order executions commit, then never answer")
 	fs.DurationVar(&o.AnswerAfter, "answer-after", 0, "with --hang-after-commit: answer after all, this long after the commit (a late, not lost, response)")
+	fs.IntVar(&o.UnusableAnswer, "unusable-answer", 0, "the first N create_order answers are replaced by a line that is not a usable tool result (kind drawn per answer with --seed)")
+	fs.IntVar(&o.AnswerTwice, "answer-twice", 0, "the first N create_order answers are written twice; the second copy differs (another order_id) when the order id is odd")
 	fs.Float64Var(&o.FailRate, "fail-rate", 0, "share (0 to 1) of create_order executions that fail before committing")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed for --fail-rate draws")
 	if err := fs.Parse(args); err != nil {
@@ -39,6 +41,10 @@ func runDemoServer(ctx context.Context, e *env, args []string) int {
 		return demoUsageError(e, "--answer-after must not be negative")
 	case o.HangAfterCommit < 0:
 		return demoUsageError(e, "--hang-after-commit must not be negative")
+	case o.UnusableAnswer < 0:
+		return demoUsageError(e, "--unusable-answer must not be negative")
+	case o.AnswerTwice < 0:
+		return demoUsageError(e, "--answer-twice must not be negative")
 	case o.FailRate < 0 || o.FailRate > 1:
 		return demoUsageError(e, "--fail-rate must be between 0 and 1")
 	}

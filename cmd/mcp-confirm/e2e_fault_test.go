@@ -14,15 +14,22 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcp-confirm/mcp-confirm/demo"
 )
 
 // TestE2ERandomFaults drives the binary through at least 200 randomized
 // runs, each a create_order under one fault (lost response, slow write with
-// a short timeout, definite failure, server crash, kill -9 of the client)
-// followed by the operator's scripted decisions (query, then retry, mark
-// applied or abandon). Each run checks what the journal, the wire and the
-// demo database say; at the end every call is accounted for and no key
-// ever holds two orders.
+// a short timeout, definite failure, server crash, kill -9 of the client,
+// an answer that comes after the clock, an unreadable answer, an answer
+// sent twice) followed by the operator's scripted decisions (query, then
+// retry, mark applied or abandon; on the call's own server or, with
+// --any-server, another command line). Identical calls are resent along
+// the way, with numbers spelled another way: held while a call is unknown,
+// answered from the journal while one settled late and is not
+// acknowledged. Each run checks what the journal, the wire and the demo
+// database say; at the end every call is accounted for and no key ever
+// holds two orders.
 //
 // MCP_CONFIRM_FAULT_SEED replays a seed (printed at the start and on
 // failure); MCP_CONFIRM_FAULT_RUNS raises the run count.
@@ -173,7 +180,7 @@ func (s *faultStats) String() string {
 
 func (s *faultStats) short() string {
 	var parts []string
-	for _, group := range []string{"fault.", "decision.", "final."} {
+	for _, group := range []string{"fault.", "decision.", "final.", "late.", "late_hold.", "unusable.", "twice.", "respelled.", "server."} {
 		var g []string
 		s.mu.Lock()
 		for n, c := range s.counts {
@@ -183,7 +190,11 @@ func (s *faultStats) short() string {
 		}
 		s.mu.Unlock()
 		sort.Strings(g)
-		parts = append(parts, strings.TrimSuffix(group, ".")+"s{"+strings.Join(g, " ")+"}")
+		label := strings.TrimSuffix(group, ".")
+		if group == "fault." || group == "decision." || group == "final." {
+			label += "s"
+		}
+		parts = append(parts, label+"{"+strings.Join(g, " ")+"}")
 	}
 	return strings.Join(parts, " ") + fmt.Sprintf(" orders=%d duplicate_keys=%d", s.get("orders"), s.get("duplicate_keys"))
 }
@@ -207,8 +218,13 @@ type faultWorker struct {
 type fcall struct {
 	id    int64
 	key   string
-	args  string
+	args  string // as the test writes them (3, never 3.0): equal strings are equal arguments
 	state string
+	fault string   // the fault it was made under
+	flags []string // its server's fault flags: its stored identity is w.server(flags...)
+	// late: its caller was told unknown, then the answer settled it; until
+	// an ack it holds identical calls (SPEC §9, late settle).
+	late bool
 }
 
 var faultPrices = map[string]int{"widget": 25, "gadget": 40, "gizmo": 100}
@@ -262,6 +278,38 @@ func (fw *faultWorker) held(args string) int64 {
 	return id
 }
 
+// lateHolder returns the call whose stored outcome answers an identical
+// call (settled late, not acknowledged, same arguments; the newest one), or
+// nil. An unknown call with the same arguments holds first (held).
+func (fw *faultWorker) lateHolder(args string) *fcall {
+	var h *fcall
+	for _, c := range fw.calls {
+		if c.args == args && c.late && (h == nil || c.id > h.id) {
+			h = c
+		}
+	}
+	return h
+}
+
+// respell writes the same arguments another way: the quantity as 3.0, 3e0
+// or 30e-1 (RFC 8785: one number), now and then the members in another
+// order.
+func (fw *faultWorker) respell(args string) string {
+	var a struct {
+		Item     string `json:"item"`
+		Quantity int    `json:"quantity"`
+		Buyer    string `json:"buyer"`
+	}
+	if err := json.Unmarshal([]byte(args), &a); err != nil {
+		fw.t.Fatalf("respell %s: %v", args, err)
+	}
+	q := fw.oneOf(fmt.Sprintf("%d.0", a.Quantity), fmt.Sprintf("%de0", a.Quantity), fmt.Sprintf("%d0e-1", a.Quantity))
+	if fw.rng.IntN(3) == 0 {
+		return fmt.Sprintf(`{"buyer": %q, "quantity": %s, "item": %q}`, a.Buyer, q, a.Item)
+	}
+	return fmt.Sprintf(`{"item":%q,"quantity":%s,"buyer":%q}`, a.Item, q, a.Buyer)
+}
+
 func (fw *faultWorker) fail(i int, format string, args ...any) {
 	fw.t.Fatalf("run %d (%s): %s", i, fw.what, fmt.Sprintf(format, args...))
 }
@@ -276,18 +324,26 @@ func (fw *faultWorker) run(i int) {
 	}
 	args := fmt.Sprintf(`{"item":%q,"quantity":%d,"buyer":%q}`,
 		fw.oneOf("widget", "gadget", "gizmo"), 1+fw.rng.IntN(3), fw.oneOf("alice", "bob", "carol"))
-	fault := fw.pick(map[string]int{"ok": 10, "lost": 25, "slow": 15, "fail": 15, "crash": 15, "kill_client": 20})
+	fault := fw.pick(map[string]int{"ok": 10, "lost": 25, "slow": 15, "fail": 15, "crash": 15, "kill_client": 20,
+		"late": 15, "unusable": 15, "twice": 10})
 	var extra []string
 	if fw.rng.IntN(5) == 0 {
 		extra = append(extra, "--key", fmt.Sprintf("fault-%d-w%d-run%d", fw.seed, fw.k, i))
 	}
-	holder := fw.held(args)
-	if holder != 0 {
+	if holder := fw.held(args); holder != 0 {
 		if fw.rng.IntN(4) == 0 {
 			extra = append(extra, "--new")
 			fw.stats.add("new_past_hold")
 		} else {
 			fw.heldRun(i, args, extra, holder)
+			return
+		}
+	} else if lh := fw.lateHolder(args); lh != nil {
+		if fw.rng.IntN(4) == 0 {
+			extra = append(extra, "--new")
+			fw.stats.add("late_hold.new_past_it")
+		} else {
+			fw.lateHeldRun(i, args, extra, lh)
 			return
 		}
 	}
@@ -298,17 +354,33 @@ func (fw *faultWorker) run(i int) {
 	before := w.sent("create_order")
 	var c *fcall
 	var printed callOut
+	var flags []string
+	late := false           // the answer settled the call after its caller was told unknown
+	var unusableSeed uint64 // the unusable fault: the demo's --seed
+	// The unusable and twice faults, one run in three: the (damaged or
+	// doubled) answer also comes after the clock (SPEC §9: only a usable
+	// answer settles a call, live or late).
+	afterClock := []string{"--hang-after-commit", "1", "--answer-after", "1300ms"}
+	const afterClockTimeout = "700ms"
+	lateToo := false
+	// Under load the client's clock can fire before the server commits
+	// (the cancel then stops it): nothing is ordered, and the call is
+	// unknown, or failed with the server's "stopped before committing";
+	// the fault's own checks, which are about a committed order, are moot.
+	early := false
 	switch fault {
 	case "ok":
 		r := w.call(args, extra)
 		printed = fw.expectCall(i, r, exitOK)
 	case "lost":
-		r := w.call(args, append(extra, "--timeout", fw.oneOf("300ms", "500ms", "1s")), "--hang-after-commit", "1")
+		flags = []string{"--hang-after-commit", "1"}
+		r := w.call(args, append(extra, "--timeout", fw.oneOf("300ms", "500ms", "1s")), flags...)
 		printed = fw.expectTimedOut(i, r)
 	case "slow":
 		// The idle clock (100-150ms) fires before the first progress
 		// notification (250ms) and long before the write would commit.
-		r := w.call(args, append(extra, "--timeout", fw.oneOf("100ms", "150ms")), "--delay", fw.oneOf("600ms", "1s"))
+		flags = []string{"--delay", fw.oneOf("600ms", "1s")}
+		r := w.call(args, append(extra, "--timeout", fw.oneOf("100ms", "150ms")), flags...)
 		if r.code == exitOK {
 			// Only if the machine is so loaded that the idle timer fired
 			// late, after progress had reset it, every time: then the
@@ -319,15 +391,50 @@ func (fw *faultWorker) run(i int) {
 		}
 		printed = fw.expectTimedOut(i, r)
 	case "fail":
-		r := w.call(args, extra, "--fail-rate", "1")
+		flags = []string{"--fail-rate", "1"}
+		r := w.call(args, extra, flags...)
 		printed = fw.expectCall(i, r, exitFailed)
 		if n := ordersFor(t, fw.db, printed.Key); n != 0 {
 			fw.fail(i, "a definite failure left %d orders", n)
 		}
 	case "crash", "kill_client":
-		printed = fw.interrupted(i, fault, args, extra, before)
+		printed, flags = fw.interrupted(i, fault, args, extra, before)
+	case "late":
+		printed, flags, late, early = fw.lateAnswer(i, args, extra)
+	case "unusable":
+		unusableSeed = 1 + fw.rng.Uint64N(1<<40)
+		flags = []string{"--unusable-answer", "1", "--seed", strconv.FormatUint(unusableSeed, 10)}
+		var clock []string
+		if lateToo = fw.rng.IntN(3) == 0; lateToo {
+			flags, clock = append(flags, afterClock...), []string{"--timeout", afterClockTimeout}
+		}
+		r := w.call(args, append(extra, clock...), flags...)
+		printed = fw.expectCall(i, r, exitUnknown)
+		if lateToo {
+			_, early = fw.beforeCommit(i, r)
+		}
+	case "twice":
+		flags = []string{"--answer-twice", "1"}
+		var clock []string
+		if lateToo = fw.rng.IntN(3) == 0; lateToo {
+			flags, clock = append(flags, afterClock...), []string{"--timeout", afterClockTimeout}
+		}
+		r := w.call(args, append(extra, clock...), flags...)
+		if lateToo {
+			if printed, early = fw.beforeCommit(i, r); early {
+				break
+			}
+		}
+		printed = fw.expectCall(i, r, exitOK)
+		late = lateToo && strings.Contains(r.stderr, "arrived as the session closed")
+		switch {
+		case late:
+			fw.stats.add("twice.late_settled_as_session_closed")
+		case lateToo:
+			fw.stats.add("twice.late_answered_before_unknown")
+		}
 	}
-	c = &fcall{id: printed.ID, key: printed.Key, args: args}
+	c = &fcall{id: printed.ID, key: printed.Key, args: args, fault: fault, flags: flags, late: late}
 	if prev, ok := fw.calls[c.id]; ok {
 		fw.fail(i, "call id %d reused (was %+v)", c.id, prev)
 	}
@@ -339,7 +446,34 @@ func (fw *faultWorker) run(i int) {
 	if after := w.sent("create_order"); after[c.key] != 1 {
 		fw.fail(i, "call %d: key sent %d times, want once", c.id, after[c.key])
 	}
+	switch {
+	case early:
+	case fault == "late":
+		fw.checkLateAnswer(i, c, got)
+	case fault == "unusable":
+		fw.checkUnusable(i, c, got, printed, unusableSeed, lateToo)
+	case fault == "twice":
+		fw.checkTwice(i, c, got, printed)
+	}
 	fw.stats.add("after_fault." + c.state)
+	if c.state == "unknown" && fw.rng.IntN(3) == 0 {
+		// The user presses "retry" in their own tool: the same order, the
+		// quantity spelled another way. Held: nothing sent, no row.
+		fw.respelledResend(i, c)
+	}
+	if c.late {
+		// The same operation again: answered from the journal, not sent;
+		// now and then acknowledged, and then an identical call is sent.
+		var again []string
+		if len(extra) > 0 && fw.rng.IntN(2) == 0 {
+			// The first call's --key is taken; a new one names a new call.
+			again = []string{"--key", fmt.Sprintf("fault-%d-w%d-run%d-again", fw.seed, fw.k, i)}
+		}
+		fw.identical(i, args, again)
+		if fw.rng.IntN(2) == 0 {
+			fw.ackThenIdentical(i, c, again)
+		}
+	}
 	if c.state == "unknown" || c.state == "failed" {
 		fw.operate(i, c, got)
 	}
@@ -396,8 +530,8 @@ func exitOfState(s string) int {
 
 // interrupted runs a call and kills the server (crash) or the client
 // itself (kill_client) while the server executes it, after or before the
-// write committed.
-func (fw *faultWorker) interrupted(i int, fault, args string, extra []string, before map[string]int) callOut {
+// write committed. It returns the call and its server's fault flags.
+func (fw *faultWorker) interrupted(i int, fault, args string, extra []string, before map[string]int) (callOut, []string) {
 	t, w := fw.t, fw.w
 	afterCommit := fw.rng.IntN(2) == 0
 	flags, record := []string{"--delay", "30s"}, "processing"
@@ -428,7 +562,7 @@ func (fw *faultWorker) interrupted(i int, fault, args string, extra []string, be
 		if out.Reason != "connection lost" || out.Key != key {
 			fw.fail(i, "server crash: want unknown (connection lost) for key %s, got %+v", key, out)
 		}
-		return out
+		return out, flags
 	}
 	if err := bg.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		fw.fail(i, "kill -9 the client: %v", err)
@@ -447,10 +581,10 @@ func (fw *faultWorker) interrupted(i int, fault, args string, extra []string, be
 		if c.State != "unknown" || c.Reason != "recovered after unclean shutdown" || c.AttemptCount != 1 {
 			fw.fail(i, "after kill -9: want unknown, recovered after unclean shutdown, 1 attempt; got %+v", c)
 		}
-		return callOut{ID: c.ID, State: c.State, Reason: c.Reason, Key: c.Key}
+		return callOut{ID: c.ID, State: c.State, Reason: c.Reason, Key: c.Key}, flags
 	}
 	fw.fail(i, "no journal call for key %s after kill -9", key)
-	return callOut{}
+	return callOut{}, nil
 }
 
 // heldRun: the same arguments as an unknown call, without --new: refused
@@ -462,9 +596,14 @@ func (fw *faultWorker) heldRun(i int, args string, extra []string, holder int64)
 	fw.stats.add("fault.held")
 	fw.what = "held"
 	calls, sent := len(fw.calls), w.sentTotal("create_order")
-	r := w.call(args, extra, "--hang-after-commit", "1")
+	spelled := args
+	if fw.rng.IntN(2) == 0 {
+		spelled = fw.respell(args)
+		fw.stats.add("respelled.held_run")
+	}
+	r := w.call(spelled, extra, "--hang-after-commit", "1")
 	if r.code != exitHeld || !strings.Contains(r.stderr, strconv.FormatInt(holder, 10)) {
-		fw.fail(i, "identical to unknown call %d: want exit 4 naming it, got %s", holder, r)
+		fw.fail(i, "identical (%s) to unknown call %d: want exit 4 naming it, got %s", spelled, holder, r)
 	}
 	if n := len(w.list()); n != calls {
 		fw.fail(i, "a held call added a journal row (%d → %d)", calls, n)
@@ -486,9 +625,23 @@ func (fw *faultWorker) operate(i int, c *fcall, before jCall) {
 	id := strconv.FormatInt(c.id, 10)
 	committed := ordersFor(t, fw.db, c.key)
 
-	// The server runs without the call's fault now: another command line,
-	// named with --any-server (recorded with the decision).
-	r := w.run(append([]string{"query", id, "--any-server", "--tool", "find_orders", "--args", `{"idempotency_key":"{key}"}`}, w.server()...)...)
+	// The query goes to the call's own server (no server named: its stored
+	// identity, fault flags and all; find_orders is a read, which no fault
+	// flag touches), or to the server without the call's fault: another
+	// command line, named with --any-server (recorded with the decision).
+	// Now and then that other one is named first without --any-server,
+	// which is refused with nothing sent.
+	if fw.rng.IntN(4) == 0 {
+		fw.refusedElsewhere(i, c, "query")
+	}
+	query := []string{"query", id, "--tool", "find_orders", "--args", `{"idempotency_key":"{key}"}`}
+	if fw.rng.IntN(2) == 0 {
+		fw.stats.add("server.query_own")
+	} else {
+		query = append(append(query, "--any-server"), w.server()...)
+		fw.stats.add("server.query_any")
+	}
+	r := w.run(query...)
 	if r.code != exitOK {
 		fw.fail(i, "query %s: %s", id, r)
 	}
@@ -529,7 +682,13 @@ func (fw *faultWorker) operate(i int, c *fcall, before jCall) {
 			fw.stats.add("refused." + decision)
 		}
 	case "retry":
-		got = fw.retry(i, c, before, committed)
+		if fw.rng.IntN(4) == 0 {
+			fw.refusedElsewhere(i, c, "retry")
+		}
+		// The call's own server only where a resend there means something:
+		// not behind a 30s --delay.
+		own := fw.ownRetryMeaningful(c, committed) && fw.rng.IntN(2) == 0
+		got = fw.retry(i, c, before, committed, own)
 		wantActions = append(wantActions, "retry")
 	}
 	if have := actionsOf(got); strings.Join(have, ",") != strings.Join(wantActions, ",") {
@@ -556,21 +715,49 @@ func actionsOf(c jCall) []string {
 	return out
 }
 
-// retry is the operator's retry, now and then into another lost response.
-func (fw *faultWorker) retry(i int, c *fcall, before jCall, committed int) jCall {
+// retry is the operator's retry: on the call's own server (own: no server
+// named, so its fault flags apply again), or with --any-server on the
+// server without the call's fault, now and then into another lost response.
+func (fw *faultWorker) retry(i int, c *fcall, before jCall, committed int, own bool) jCall {
 	t, w := fw.t, fw.w
 	id := strconv.FormatInt(c.id, 10)
 	var flags, extra []string
-	if fw.rng.IntN(4) == 0 {
-		flags, extra = []string{"--hang-after-commit", "1"}, []string{"--timeout", "500ms"}
-		fw.stats.add("retry_into_lost")
+	var r cliResult
+	unusableBefore := fw.events(c.id, "unusable_answer")
+	if own {
+		fw.stats.add("server.retry_own")
+		r = w.run("retry", id)
+	} else {
+		fw.stats.add("server.retry_any")
+		if fw.rng.IntN(4) == 0 {
+			flags, extra = []string{"--hang-after-commit", "1"}, []string{"--timeout", "500ms"}
+			fw.stats.add("retry_into_lost")
+		}
+		r = w.run(append(append([]string{"retry", id, "--any-server"}, extra...), w.server(flags...)...)...)
 	}
-	r := w.run(append(append([]string{"retry", id, "--any-server"}, extra...), w.server(flags...)...)...)
 	out := parseCallOut(t, r)
 	if exitOfState(out.State) != r.code || out.Key != c.key {
 		fw.fail(i, "retry %s: output %+v does not match exit %d or key %s", id, out, r.code, c.key)
 	}
 	switch {
+	case own && faultFlag(c.flags, "--fail-rate") && committed == 0:
+		// Its own server fails every write it executes: a definite failure
+		// again. (A key committed meanwhile, by a retry elsewhere, is
+		// replayed before any execution: the replay case below.)
+		if r.code != exitFailed || !strings.Contains(string(out.Result), "--fail-rate") {
+			fw.fail(i, "retry %s on its own server (--fail-rate 1): want it failed again, got %s", id, r)
+		}
+		fw.stats.add("retry.own_failed_again")
+	case own && faultFlag(c.flags, "--unusable-answer"):
+		// Its own server replays the committed order through the same
+		// damaged line: still unknown, one more unusable answer kept.
+		if r.code != exitUnknown || !strings.HasPrefix(out.Reason, "unreadable answer") {
+			fw.fail(i, "retry %s on its own server (--unusable-answer): want unknown, unreadable answer; got %s", id, r)
+		}
+		if n := fw.events(c.id, "unusable_answer"); n != unusableBefore+1 {
+			fw.fail(i, "retry %s: %d unusable_answer events, want %d", id, n, unusableBefore+1)
+		}
+		fw.stats.add("retry.own_unreadable_again")
 	case committed == 1:
 		// The first execution committed: the server replays it.
 		if r.code != exitOK || !out.Replayed {
@@ -608,7 +795,46 @@ func (fw *faultWorker) retry(i int, c *fcall, before jCall, committed int) jCall
 // settled state that agrees with the last attempt, and exactly one request
 // on the wire per attempt that was sent: nothing is ever resent.
 func (fw *faultWorker) check(i int, c *fcall) jCall {
-	return fw.checkCall(i, c, fw.w.show(c.id))
+	r := fw.w.run("show", strconv.FormatInt(c.id, 10), "--json")
+	wantExit(fw.t, r, exitOK, "show --json")
+	var got jCall
+	var late lateFields
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		fw.t.Fatalf("show --json: %v\n%s", err, r)
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &late); err != nil {
+		fw.t.Fatalf("show --json: %v\n%s", err, r)
+	}
+	fw.checkLate(i, c, late)
+	return fw.checkCall(i, c, got)
+}
+
+// lateFields are the late-settle members of a call as show and export
+// print them.
+type lateFields struct {
+	LateSettledAt *time.Time `json:"late_settled_at"`
+	AckedAt       *time.Time `json:"acked_at"`
+}
+
+// checkLate holds the journal's late-settle hold to the test's model: a
+// call holds identical calls exactly when the test saw its caller told
+// "unknown" and then the answer settle it, and nobody has acknowledged it.
+func (fw *faultWorker) checkLate(i int, c *fcall, l lateFields) {
+	holds := l.LateSettledAt != nil && l.AckedAt == nil
+	if holds != c.late {
+		fw.fail(i, "call %d (%s): late_settled_at %v, acked_at %v; the test expects it to hold identical calls: %v",
+			c.id, c.fault, l.LateSettledAt, l.AckedAt, c.late)
+	}
+}
+
+// faultFlag: flags (a call's server fault flags) has flag f.
+func faultFlag(flags []string, f string) bool {
+	for _, x := range flags {
+		if x == f {
+			return true
+		}
+	}
+	return false
 }
 
 // checkCall is check on a call already read (by show or export).
@@ -666,25 +892,36 @@ func (fw *faultWorker) finalCheck() {
 	r := w.run("export", "--format", "jsonl")
 	wantExit(t, r, exitOK, "export")
 	var exported []jCall
+	var exportedLate []lateFields
 	dec := json.NewDecoder(strings.NewReader(r.stdout))
 	for dec.More() {
+		var raw json.RawMessage
 		var c jCall
-		if err := dec.Decode(&c); err != nil {
+		var l lateFields
+		if err := dec.Decode(&raw); err != nil {
+			t.Fatalf("export: %v", err)
+		}
+		if err := json.Unmarshal(raw, &c); err != nil {
+			t.Fatalf("export: %v", err)
+		}
+		if err := json.Unmarshal(raw, &l); err != nil {
 			t.Fatalf("export: %v", err)
 		}
 		exported = append(exported, c)
+		exportedLate = append(exportedLate, l)
 	}
 	if len(exported) != len(fw.calls) {
 		t.Fatalf("export has %d calls, the test made %d", len(exported), len(fw.calls))
 	}
 	fw.checkStats(exported)
 	byKey := map[string]*fcall{}
-	for _, l := range exported {
+	for n, l := range exported {
 		c, ok := fw.calls[l.ID]
 		if !ok {
 			t.Fatalf("journal call %d was never made by the test", l.ID)
 		}
 		fw.checkCall(-1, c, l)
+		fw.checkLate(-1, c, exportedLate[n])
 		byKey[c.key] = c
 		fw.stats.add("final." + c.state)
 		n := ordersFor(t, fw.db, c.key)
@@ -777,4 +1014,363 @@ func (fw *faultWorker) checkStats(exported []jCall) {
 			t.Errorf("stats: %d %s calls, export has %d", st.ByState[s], s, n)
 		}
 	}
+}
+
+// lateAnswer is the late fault: the server commits and answers D after the
+// commit whatever the client did meanwhile (--answer-after), and the
+// client's clock is shorter than D. The caller is told unknown when the
+// clock fires; the answer then comes while the session closes (the client
+// closes the server's stdin, waits 2s, sends SIGTERM, waits 2s more, then
+// SIGKILL; the server exits only once it has answered), and call, which
+// reads its call again after closing the session, says it succeeded and
+// that the answer "arrived as the session closed". An answer due after the
+// SIGKILL never comes: the call stays unknown. It returns the call, its
+// server's flags, whether the answer settled the call late, and whether the
+// clock fired before the commit (beforeCommit).
+func (fw *faultWorker) lateAnswer(i int, args string, extra []string) (out callOut, flags []string, late, early bool) {
+	timeout := fw.oneOf("500ms", "800ms")
+	gap := fw.oneOf("600ms", "1200ms", "2500ms", "6s")
+	T, _ := time.ParseDuration(timeout)
+	G, _ := time.ParseDuration(gap)
+	flags = []string{"--hang-after-commit", "1", "--answer-after", (T + G).String()}
+	fw.stats.add("late.gap_" + gap)
+	fw.what = fmt.Sprintf("late (--timeout %s, answer %s after the clock)", timeout, gap)
+	r := fw.w.call(args, append(extra, "--timeout", timeout), flags...)
+	if out, early := fw.beforeCommit(i, r); early {
+		return out, flags, false, true
+	}
+	switch r.code {
+	case exitOK:
+		out := fw.expectCall(i, r, exitOK)
+		if strings.Contains(r.stderr, "arrived as the session closed") {
+			fw.stats.add("late.settled_as_session_closed")
+			return out, flags, true, false
+		}
+		// Only on a loaded machine: the answer came before the clock's
+		// firing was recorded, and the caller was never told unknown.
+		fw.stats.add("late.answered_before_unknown")
+		return out, flags, false, false
+	case exitUnknown:
+		out := fw.expectCall(i, r, exitUnknown)
+		if G < 2*time.Second {
+			fw.fail(i, "the answer came %s after the clock, while the server still ran (it exits only once it has answered, "+
+				"and is stopped 2s after the session closes), yet the call is unknown: %s", gap, r)
+		}
+		if out.Reason != "idle timeout" {
+			fw.fail(i, "unknown for an unexpected reason: %s", r)
+		}
+		fw.stats.add("late.unknown_server_stopped")
+		return out, flags, false, false
+	}
+	fw.fail(i, "want exit 0 (a late answer) or 3 (the answer was due after the server was stopped), got %s", r)
+	return
+}
+
+// beforeCommit reports (and checks) a call whose clock fired before the
+// server committed: unknown, or failed with the server's "stopped before
+// committing" (expectTimedOut), and no order under its key. The client
+// reaps the server before it exits, so no commit can still be on its way.
+func (fw *faultWorker) beforeCommit(i int, r cliResult) (callOut, bool) {
+	if r.code != exitUnknown && r.code != exitFailed {
+		return callOut{}, false
+	}
+	out := parseCallOut(fw.t, r)
+	if out.Key == "" || ordersFor(fw.t, fw.db, out.Key) != 0 {
+		return out, false
+	}
+	out = fw.expectTimedOut(i, r)
+	fw.stats.add(strings.SplitN(fw.what, " ", 2)[0] + ".clock_before_commit")
+	return out, true
+}
+
+// checkLateAnswer: exactly one order; a call that settled late did so on its
+// one attempt, marked late, with the order the server made.
+func (fw *faultWorker) checkLateAnswer(i int, c *fcall, got jCall) {
+	if n := ordersFor(fw.t, fw.db, c.key); n != 1 {
+		fw.fail(i, "call %d: %d orders, want the one committed before the answer was held back", c.id, n)
+	}
+	if got.State == "succeeded" {
+		a := got.Attempts[0]
+		if c.late && (!a.Late || a.Outcome != "succeeded") {
+			fw.fail(i, "call %d settled late, but its attempt is %+v", c.id, a)
+		}
+		fw.checkOrderResult(i, c, a.Result, "the late answer")
+	}
+}
+
+// checkOrderResult: a create_order result names the order the demo
+// database holds for the call's key.
+func (fw *faultWorker) checkOrderResult(i int, c *fcall, result json.RawMessage, what string) {
+	want := queryInt(fw.t, fw.db, "SELECT order_id FROM orders WHERE idempotency_key = ?", c.key)
+	if got, _ := structuredOf(fw.t, result)["order_id"].(float64); int(got) != want {
+		fw.fail(i, "call %d: %s says order %v, the demo database has order %d for key %s: %s", c.id, what, got, want, c.key, result)
+	}
+}
+
+// unusableWhy is what the reason of a call answered by each kind of
+// unusable line says (after "unreadable answer: ").
+var unusableWhy = map[string]string{
+	demo.UnusableNull:          "result is null",
+	demo.UnusableString:        "result is not an object",
+	demo.UnusableIsErrorString: "isError is not a boolean",
+	demo.UnusableInputRequired: "input_required",
+	demo.UnusableInvalidJSON:   "not valid JSON",
+}
+
+// checkUnusable: the server committed and answered with a line that is no
+// usable tool result (the kind its --seed draws): the call is unknown,
+// "unreadable answer", never succeeded or failed, with the bytes kept as an
+// unusable_answer event; the order exists (the operator's query finds it).
+// afterClock: the line came after the clock had made the call unknown
+// ("idle timeout"); it must not settle it late either.
+func (fw *faultWorker) checkUnusable(i int, c *fcall, got jCall, printed callOut, seed uint64, afterClock bool) {
+	kind := demo.UnusableAnswerKind(seed, 1)
+	fw.stats.add("unusable." + kind)
+	if afterClock {
+		fw.stats.add("unusable.after_the_clock")
+		if printed.Reason != "idle timeout" {
+			fw.fail(i, "an unusable line (%s) after the clock: want unknown by idle timeout, got %q", kind, printed.Reason)
+		}
+	} else if !strings.HasPrefix(printed.Reason, "unreadable answer") || !strings.Contains(printed.Reason, unusableWhy[kind]) {
+		fw.fail(i, "answered with an unusable line (%s): want the reason \"unreadable answer: ...%s...\", got %q", kind, unusableWhy[kind], printed.Reason)
+	}
+	if got.State != "unknown" || got.Attempts[0].Outcome != "unknown" {
+		fw.fail(i, "an unusable answer (%s) settled call %d: %s, attempt %+v", kind, c.id, got.State, got.Attempts[0])
+	}
+	if n := fw.events(c.id, "unusable_answer"); n != 1 {
+		fw.fail(i, "call %d: %d unusable_answer events, want 1 (%s)", c.id, n, kind)
+	}
+	if n := ordersFor(fw.t, fw.db, c.key); n != 1 {
+		fw.fail(i, "call %d: %d orders; the server committed before its answer was damaged", c.id, n)
+	}
+}
+
+// checkTwice: the server answered twice; the call succeeded with the first
+// answer, the second is kept as a second_answer event, and only a second
+// answer that differs (an odd order id: demo.SecondAnswerDiffers) flags a
+// conflict.
+func (fw *faultWorker) checkTwice(i int, c *fcall, got jCall, printed callOut) {
+	if n := ordersFor(fw.t, fw.db, c.key); n != 1 {
+		fw.fail(i, "call %d: %d orders, want 1", c.id, n)
+	}
+	orderID := queryInt(fw.t, fw.db, "SELECT order_id FROM orders WHERE idempotency_key = ?", c.key)
+	differs := demo.SecondAnswerDiffers(int64(orderID))
+	if differs {
+		fw.stats.add("twice.second_differs")
+	} else {
+		fw.stats.add("twice.second_same")
+	}
+	fw.checkOrderResult(i, c, printed.Result, "the printed result")
+	fw.checkOrderResult(i, c, got.Attempts[0].Result, "the recorded result")
+	if c.late && !got.Attempts[0].Late {
+		fw.fail(i, "call %d settled late, but its attempt is %+v", c.id, got.Attempts[0])
+	}
+	if n := fw.events(c.id, "second_answer"); n != 1 {
+		fw.fail(i, "call %d: %d second_answer events, want 1 (second copy differs: %v)", c.id, n, differs)
+	}
+	if got.Conflict != differs {
+		fw.fail(i, "call %d: conflict %v, but the second answer differs: %v", c.id, got.Conflict, differs)
+	}
+}
+
+// events counts a call's events of a kind, read from the journal file
+// itself (read-only; no command of this worker runs meanwhile).
+func (fw *faultWorker) events(callID int64, kind string) int {
+	db, err := sql.Open("sqlite", "file:"+fw.w.journal+"?mode=ro&_pragma=busy_timeout(10000)")
+	if err != nil {
+		fw.t.Fatal(err)
+	}
+	defer db.Close()
+	return queryInt(fw.t, db, "SELECT count(*) FROM events WHERE call_id = ? AND kind = ?", callID, kind)
+}
+
+// respelledResend: the same order as unknown call c, the quantity spelled
+// another way (3.0, 3e0, 30e-1): held (exit 4), nothing sent, no row.
+func (fw *faultWorker) respelledResend(i int, c *fcall) {
+	w := fw.w
+	holder := fw.held(c.args)
+	spelled := fw.respell(c.args)
+	calls, sent := len(fw.calls), w.sentTotal("create_order")
+	r := w.call(spelled, nil, "--hang-after-commit", "1")
+	if r.code != exitHeld || !strings.Contains(r.stderr, strconv.FormatInt(holder, 10)) {
+		fw.fail(i, "%s, identical to unknown call %d (%s): want exit 4 naming it, got %s", spelled, holder, c.args, r)
+	}
+	if n := len(w.list()); n != calls {
+		fw.fail(i, "a held resend (%s) added a journal row (%d → %d)", spelled, calls, n)
+	}
+	if n := w.sentTotal("create_order"); n != sent {
+		fw.fail(i, "a held resend (%s) was sent (%d → %d create_order requests)", spelled, sent, n)
+	}
+	fw.stats.add("respelled.held_after_unknown")
+}
+
+// identical makes a call with args (now and then spelled another way) on
+// the server without faults, and checks what the model says must happen:
+// held by an unknown call (exit 4), answered from the journal by a call
+// that settled late and is not acknowledged (exit 0, replayed_from, nothing
+// sent, no row), or else sent: a deliberately new operation, with its own
+// key, whose order is a new one.
+func (fw *faultWorker) identical(i int, args string, extra []string) {
+	w := fw.w
+	spelled := args
+	if fw.rng.IntN(2) == 0 {
+		spelled = fw.respell(args)
+		fw.stats.add("respelled.identical")
+	}
+	calls, sent := len(fw.calls), w.sentTotal("create_order")
+	noTrace := func(what string) {
+		if n := len(w.list()); n != calls {
+			fw.fail(i, "%s (%s) added a journal row (%d → %d)", what, spelled, calls, n)
+		}
+		if n := w.sentTotal("create_order"); n != sent {
+			fw.fail(i, "%s (%s) was sent (%d → %d create_order requests)", what, spelled, sent, n)
+		}
+	}
+	if h := fw.held(args); h != 0 {
+		r := w.call(spelled, extra)
+		if r.code != exitHeld || !strings.Contains(r.stderr, strconv.FormatInt(h, 10)) {
+			fw.fail(i, "identical (%s) to unknown call %d: want exit 4 naming it, got %s", spelled, h, r)
+		}
+		noTrace("a held call")
+		fw.stats.add("late_hold.held_by_unknown")
+		return
+	}
+	if lh := fw.lateHolder(args); lh != nil {
+		r := w.call(spelled, extra)
+		if r.code != exitOK {
+			fw.fail(i, "identical (%s) to call %d, which settled late: want exit 0 with its stored outcome, got %s", spelled, lh.id, r)
+		}
+		var out struct {
+			callOut
+			ReplayedFrom int64 `json:"replayed_from"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.ReplayedFrom != lh.id || out.ID != lh.id ||
+			out.State != "succeeded" || out.Key != lh.key || len(out.Result) == 0 {
+			fw.fail(i, "identical to call %d, which settled late: want its stored result with \"replayed_from\": %d, got %s (%v)", lh.id, lh.id, r, err)
+		}
+		want := fmt.Sprintf("call %d with the same arguments settled late (succeeded); nothing was sent; --new makes another", lh.id)
+		if !strings.Contains(r.stderr, want) {
+			fw.fail(i, "stderr should say %q: %s", want, r)
+		}
+		fw.checkOrderResult(i, lh, out.Result, "the replayed result")
+		noTrace("a call answered from the journal")
+		fw.stats.add("late_hold.replayed")
+		return
+	}
+	r := w.call(spelled, extra)
+	out := fw.expectCall(i, r, exitOK)
+	if prev, ok := fw.calls[out.ID]; ok {
+		fw.fail(i, "identical call after ack: call id %d reused (was %+v)", out.ID, prev)
+	}
+	for _, c := range fw.calls {
+		if c.key == out.Key {
+			fw.fail(i, "identical call after ack reused call %d's key %s", c.id, c.key)
+		}
+	}
+	nc := &fcall{id: out.ID, key: out.Key, args: args, fault: "identical_after_ack"}
+	fw.calls[nc.id] = nc
+	got := fw.check(i, nc)
+	if len(got.Attempts) != 1 || got.State != "succeeded" {
+		fw.fail(i, "identical call after ack: %s with %d attempts", got.State, len(got.Attempts))
+	}
+	if n := w.sent("create_order")[nc.key]; n != 1 {
+		fw.fail(i, "identical call after ack: key sent %d times", n)
+	}
+	if n := ordersFor(fw.t, fw.db, nc.key); n != 1 {
+		fw.fail(i, "identical call after ack: %d orders for its key", n)
+	}
+	fw.stats.add("late_hold.sent_after_ack")
+}
+
+// ackThenIdentical: the operator acknowledges call c, which settled late;
+// the hold ends, and an identical call is then sent (unless another call
+// still holds it).
+func (fw *faultWorker) ackThenIdentical(i int, c *fcall, extra []string) {
+	note := fmt.Sprintf("fault run %d: seen", i)
+	r := fw.w.run("ack", strconv.FormatInt(c.id, 10), "--note", note)
+	if r.code != exitOK {
+		fw.fail(i, "ack %d: %s", c.id, r)
+	}
+	c.late = false
+	got := fw.check(i, c)
+	if last := got.Decisions[len(got.Decisions)-1]; last.Action != "ack" || last.Note != note || got.State != "succeeded" {
+		fw.fail(i, "after ack %d: %s, last decision %+v", c.id, got.State, last)
+	}
+	fw.stats.add("late_hold.acked")
+	fw.identical(i, c.args, extra)
+}
+
+// lateHeldRun: the same arguments as a call that settled late and is not
+// acknowledged: answered from the journal, nothing sent; now and then the
+// operator acknowledges it and the call is made again.
+func (fw *faultWorker) lateHeldRun(i int, args string, extra []string, lh *fcall) {
+	fw.stats.add("runs")
+	fw.stats.add("fault.late_held")
+	fw.what = "late_held"
+	fw.identical(i, args, extra)
+	if fw.rng.IntN(2) == 0 {
+		fw.ackThenIdentical(i, lh, extra)
+	}
+	if d := duplicateKeys(fw.t, fw.db); len(d) > 0 {
+		fw.fail(i, "duplicate orders: %v", d)
+	}
+}
+
+// otherServer is a server command line other than call c's own: the demo
+// server on the same orders, without c's fault flags (or with a flag c's
+// has not). Its name is the same; its identity is not.
+func (fw *faultWorker) otherServer(c *fcall) []string {
+	if len(c.flags) > 0 {
+		return fw.w.server()
+	}
+	return fw.w.server("--seed", "7")
+}
+
+// refusedElsewhere: query or retry of call c, naming another server than
+// the call's own without --any-server: refused (exit 2), nothing sent, the
+// call unchanged.
+func (fw *faultWorker) refusedElsewhere(i int, c *fcall, cmd string) {
+	w := fw.w
+	id := strconv.FormatInt(c.id, 10)
+	before := fw.check(i, c)
+	sentW, sentQ := w.sent("create_order")[c.key], w.sentTotal("find_orders")
+	a := []string{"retry", id}
+	if cmd == "query" {
+		a = []string{"query", id, "--tool", "find_orders", "--args", `{"idempotency_key":"{key}"}`}
+	}
+	r := w.run(append(a, fw.otherServer(c)...)...)
+	if r.code != exitBadInput || !strings.Contains(r.stderr, "was made on") || !strings.Contains(r.stderr, "nothing was sent") {
+		fw.fail(i, "%s %s on another server than the call's, without --any-server: want exit 2 naming the call's server, got %s", cmd, id, r)
+	}
+	after := fw.check(i, c)
+	if after.State != before.State || len(after.Attempts) != len(before.Attempts) || len(after.Decisions) != len(before.Decisions) {
+		fw.fail(i, "a refused %s changed call %s: %s → %s, %d → %d attempts, %d → %d decisions", cmd, id,
+			before.State, after.State, len(before.Attempts), len(after.Attempts), len(before.Decisions), len(after.Decisions))
+	}
+	if n := w.sent("create_order")[c.key]; n != sentW {
+		fw.fail(i, "a refused %s sent the write (%d → %d)", cmd, sentW, n)
+	}
+	if n := w.sentTotal("find_orders"); n != sentQ {
+		fw.fail(i, "a refused %s sent a query (%d → %d find_orders)", cmd, sentQ, n)
+	}
+	fw.stats.add("server.refused_" + cmd)
+}
+
+// ownRetryMeaningful: a retry on call c's own server (its fault flags
+// again) ends in something the test can state: a replay of the committed
+// order (--hang-after-commit, with or without --answer-after), a failure
+// again (--fail-rate 1), unknown again (--unusable-answer), or a slow
+// success (--delay under a second, with the retry's own 30s clock). Not
+// behind --delay 30s, which would just wait, nor --hang-after-commit when
+// nothing was committed (the retry would commit and hang for 30s).
+func (fw *faultWorker) ownRetryMeaningful(c *fcall, committed int) bool {
+	if faultFlag(c.flags, "--hang-after-commit") && committed == 0 {
+		return false
+	}
+	for n, f := range c.flags {
+		if f == "--delay" && n+1 < len(c.flags) && c.flags[n+1] == "30s" {
+			return false
+		}
+	}
+	return true
 }
