@@ -451,9 +451,10 @@ func TestCallerKey(t *testing.T) {
 	t.Run("bad keys send and record nothing", func(t *testing.T) {
 		before, calls := h.writes(), len(h.calls())
 		for _, req := range []Request{
-			{Tool: "create_order", Args: order(7), Key: "short"},
+			{Tool: "create_order", Args: order(7), Key: strings.Repeat("k", 256)},
+			{Tool: "create_order", Args: order(7), Key: "caf\u00e9-key"},
 			{Tool: "create_order", Args: order(7), Key: "has a space in the key"},
-			{Tool: "create_order", Args: map[string]any{"item": "widget", "quantity": 7, "buyer": "alice", "idempotency_key": "short"}},
+			{Tool: "create_order", Args: map[string]any{"item": "widget", "quantity": 7, "buyer": "alice", "idempotency_key": strings.Repeat("k", 256)}},
 			{Tool: "create_order", Args: map[string]any{"item": "widget", "quantity": 7, "buyer": "alice", "idempotency_key": 12345678901234567}},
 			{Tool: "create_order", Args: map[string]any{"item": "widget", "quantity": 7, "buyer": "alice", "idempotency_key": "caller-key-00000000000A"}, Key: "caller-key-00000000000B"},
 		} {
