@@ -5,7 +5,9 @@
 package termtext
 
 import (
+	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -120,4 +122,47 @@ func skipString(s string, i int) int {
 
 func isBidi(r rune) bool {
 	return r == 0x200e || r == 0x200f || r == 0x061c || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+}
+
+// Name shows a name from a server (a tool's, a server's) with everything
+// that is not plainly visible escaped where it stands: controls and escape
+// sequences as \xNN, bidirectional, zero-width and other format characters
+// as \uNNNN, invalid UTF-8 bytes as \xNN, and the backslash itself as \\ so
+// that no honest name can spell an escaped one. Strip would drop those
+// characters, and "create_order\x1b[8m" would then read exactly as the
+// honest "create_order"; escaped, the two names look different.
+func Name(s string) string {
+	if isPlainName(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unicode.Is(unicode.Cf, r) || unicode.IsSpace(r) && r != ' ' || r == utf8.RuneError:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// isPlainName reports whether s is printable ASCII without a backslash:
+// the usual tool name, shown as it is.
+func isPlainName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '\\' {
+			return false
+		}
+	}
+	return true
 }

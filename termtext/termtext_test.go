@@ -45,3 +45,37 @@ func FuzzStripLeavesNoControls(f *testing.F) {
 		}
 	})
 }
+
+func TestName(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"create_order", "create_order"},
+		{"get-order.v2 (beta)", "get-order.v2 (beta)"},
+		{"évènement", "évènement"},
+		{"evil\x1b]0;pwned\x07", `evil\x1b]0;pwned\x07`},
+		{"create_order\x1b[8m", `create_order\x1b[8m`},
+		{"create\u200border", `create\u200border`},
+		{"order\u202esll", `order\u202esll`},
+		{"a\tb\nc", `a\x09b\x0ac`},
+		{"c1\u009bx", `c1\x9bx`},
+		{"bad\xffbyte", `bad\xffbyte`},
+		{`back\slash`, `back\\slash`},
+		{`create_order\x1b`, `create_order\\x1b`},
+		{"nbsp\u00a0x", `nbsp\u00a0x`},
+		{"bom\ufeff", `bom\ufeff`},
+	} {
+		if got := Name(c.in); got != c.want {
+			t.Errorf("Name(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if got := Name(c.in); Strip(got) != got {
+			t.Errorf("Name(%q) = %q still holds controls", c.in, got)
+		}
+	}
+	// Two names that differ only in what Strip drops must not look alike.
+	honest, evil := "create_order", "create_order\x1b[8m"
+	if Line(honest) != Line(evil) {
+		t.Fatal("the premise: Strip makes them alike")
+	}
+	if Name(honest) == Name(evil) {
+		t.Errorf("Name shows %q and %q alike", honest, evil)
+	}
+}

@@ -368,7 +368,7 @@ func (m *Model) lateKey(k tea.KeyMsg) (tea.Cmd, bool) {
 	}
 	c := late[i]
 	m.setMessage(fmt.Sprintf("late settle %d of %d: call %d (%s) %s late, %s ago; identical calls are held until you acknowledge it (A)",
-		i+1, len(late), c.ID, clean(c.Tool), stateWord(c.State), age(m.sh.now.Sub(*c.LateSettledAt))), false)
+		i+1, len(late), c.ID, displayName(c.Tool), stateWord(c.State), age(m.sh.now.Sub(*c.LateSettledAt))), false)
 	m.messageWarn, m.messageMark = true, GlyphLate
 	return m.list.jumpTo(c), true
 }
@@ -425,7 +425,7 @@ func disabledReason(a pending.Action, c pending.Call, ok bool) string {
 	if !ok {
 		return "no call selected; pick one with ↑/↓ (tab changes the state shown)"
 	}
-	name := fmt.Sprintf("call %d (%s)", c.ID, clean(c.Tool))
+	name := fmt.Sprintf("call %d (%s)", c.ID, displayName(c.Tool))
 	switch a {
 	case pending.ActionRetry:
 		return fmt.Sprintf("%s is %s; only unknown or failed calls can be retried", name, stateWord(c.State))
@@ -571,7 +571,7 @@ func (m *Model) show(s screenID, tool string) tea.Cmd {
 
 // onQueried reports a query's evidence and reloads the call.
 func (m *Model) onQueried(msg queriedMsg) tea.Cmd {
-	who := fmt.Sprintf("call %d %s key %s", msg.ID, clean(msg.Tool), keyTail(msg.Key))
+	who := fmt.Sprintf("call %d %s key %s", msg.ID, displayName(msg.Tool), keyTail(msg.Key))
 	var ser *guard.ServerMismatchError
 	if errors.As(msg.Err, &ser) {
 		m.setMessage(serverMismatchLine(ser, msg.ID, "query"), true)
@@ -596,7 +596,7 @@ func (m *Model) onQueried(msg queriedMsg) tea.Cmd {
 
 // onRetried reports a retry's outcome.
 func (m *Model) onRetried(msg retriedMsg) tea.Cmd {
-	who := fmt.Sprintf("retried %s key %s (call %d)", clean(msg.Tool), keyTail(msg.Key), msg.ID)
+	who := fmt.Sprintf("retried %s key %s (call %d)", displayName(msg.Tool), keyTail(msg.Key), msg.ID)
 	var ser *guard.ServerMismatchError
 	switch {
 	case errors.As(msg.Err, &ser):
@@ -638,11 +638,11 @@ func (m *Model) onDecided(msg decidedMsg) tea.Cmd {
 		// read of the journal confirms it.
 		m.sh.late = slices.DeleteFunc(slices.Clone(m.sh.late), func(c pending.Call) bool { return c.ID == msg.ID })
 		m.syncBindings()
-		m.setMessage(fmt.Sprintf("acknowledged call %d (%s): identical calls will be sent again from now on", msg.ID, clean(msg.Tool)), false)
+		m.setMessage(fmt.Sprintf("acknowledged call %d (%s): identical calls will be sent again from now on", msg.ID, displayName(msg.Tool)), false)
 		return m.reloadAfter(msg.ID)
 	}
 	done := map[pending.Action]string{pending.ActionAbandon: "abandoned", pending.ActionMark: "marked applied", pending.ActionNote: "noted"}[msg.Action]
-	m.setMessage(fmt.Sprintf("%s %s key %s (call %d)", done, clean(msg.Tool), keyTail(msg.Key), msg.ID), false)
+	m.setMessage(fmt.Sprintf("%s %s key %s (call %d)", done, displayName(msg.Tool), keyTail(msg.Key), msg.ID), false)
 	return m.reloadAfter(msg.ID)
 }
 
@@ -664,17 +664,17 @@ func (m *Model) onCallDone(msg callDoneMsg) tea.Cmd {
 	case errors.As(err, &notRecorded):
 		// It went out: never say "not sent" of it.
 		m.setMessage(fmt.Sprintf("%s (call %d) was sent, but the journal could not record how it ended: outcome unknown, NOT resent; fix the journal, it shows as unknown after a restart",
-			clean(msg.Tool), notRecorded.CallID), true)
+			displayName(msg.Tool), notRecorded.CallID), true)
 		return nil
 	case err != nil:
-		m.setMessage(fmt.Sprintf("%s was not sent: %s", clean(msg.Tool), errLine(err)), true)
+		m.setMessage(fmt.Sprintf("%s was not sent: %s", displayName(msg.Tool), errLine(err)), true)
 		return nil
 	}
 	if res.Call.ID == 0 {
-		m.setMessage(fmt.Sprintf("read %s: %s", clean(msg.Tool), stateWord(res.State)), res.State != pending.StateSucceeded)
+		m.setMessage(fmt.Sprintf("read %s: %s", displayName(msg.Tool), stateWord(res.State)), res.State != pending.StateSucceeded)
 		return nil
 	}
-	who := fmt.Sprintf("%s key %s (call %d)", clean(msg.Tool), keyTail(res.Key), res.Call.ID)
+	who := fmt.Sprintf("%s key %s (call %d)", displayName(msg.Tool), keyTail(res.Key), res.Call.ID)
 	switch res.State {
 	case pending.StateUnknown:
 		m.setMessage(fmt.Sprintf("%s: no answer (%s); outcome unknown, NOT resent", who, clean(res.Call.Reason)), false)
@@ -843,7 +843,7 @@ func (m Model) messageLine() string {
 func (m Model) statusBar() string {
 	st := m.sh.st
 	srv := m.sh.server
-	name := clean(srv.Name)
+	name := displayName(srv.Name)
 	if name == "" {
 		name = "server"
 	}
@@ -966,7 +966,7 @@ func (m *Model) openDecision(a pending.Action, c pending.Call) tea.Cmd {
 	case pending.ActionAck:
 		d = newAckDialog(m.sh, did, c, func(note string) tea.Cmd { return decideCmd(ctx, e, a, id, tool, key, note) })
 	}
-	who := clean(tool) + " key " + keyTail(key)
+	who := displayName(tool) + " key " + keyTail(key)
 	busy := map[pending.Action]string{
 		pending.ActionQuery:   "querying " + who + "…",
 		pending.ActionRetry:   fmt.Sprintf("retrying %s as attempt %d… (its write clock is running; the outcome shows here)", who, c.AttemptCount+1),

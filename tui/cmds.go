@@ -212,7 +212,7 @@ func listToolsCmd(e Engine) tea.Cmd {
 		out := make([]toolInfo, 0, len(tools))
 		for _, t := range tools {
 			kind, src := e.Classify(t)
-			out = append(out, toolInfo{Tool: t, Name: clean(t.Name), Desc: clean(t.Description),
+			out = append(out, toolInfo{Tool: t, Name: displayName(t.Name), Desc: clean(t.Description),
 				Kind: kind, KindSource: src, KeyArg: clean(guard.KeyArg(t, ""))})
 		}
 		return toolsLoadedMsg{Tools: out}

@@ -123,7 +123,7 @@ func (d *detailScreen) content() string {
 	if c.HoldsLate() {
 		late = " " + st.Late.Render(GlyphLate+" late")
 	}
-	line(st.Bold.Render(clean(c.Tool)) + st.Faint.Render(fmt.Sprintf("  call %d  ", c.ID)) + d.sh.st.stateLabel(c.State) + late + st.Subtle.Render(reasonSuffix(c)))
+	line(st.Bold.Render(displayName(c.Tool)) + st.Faint.Render(fmt.Sprintf("  call %d  ", c.ID)) + d.sh.st.stateLabel(c.State) + late + st.Subtle.Render(reasonSuffix(c)))
 	if d.err != nil {
 		line(st.ErrorLine.Render("cannot read the call: " + errLine(d.err)))
 	}
@@ -132,9 +132,9 @@ func (d *detailScreen) content() string {
 	}
 	line("")
 	field("key", clean(c.Key))
-	srv := clean(c.Server)
+	srv := displayName(c.Server)
 	if c.ServerAlias != "" {
-		srv += " (config name " + clean(c.ServerAlias) + ")"
+		srv += " (config name " + displayName(c.ServerAlias) + ")"
 	}
 	field("server", srv+st.Faint.Render(" · ")+string(c.Kind)+st.Faint.Render(" (kind from "+string(c.KindSource)+")"))
 	if id, ok := guard.ParseServerIdentity(c.ServerIdentity); ok {
@@ -265,7 +265,7 @@ func evidenceText(raw json.RawMessage) string {
 		Error  json.RawMessage `json:"error"`
 	}
 	if json.Unmarshal(raw, &q) == nil && q.Tool != "" {
-		s := clean(q.Tool) + " " + cleanJSON(q.Args, "") + " → "
+		s := displayName(q.Tool) + " " + cleanJSON(q.Args, "") + " → "
 		if r := resultText(q.Result); r != "" {
 			return s + r
 		}

@@ -260,7 +260,7 @@ func (d *unknownDialog) View(w int) string {
 	c := d.call
 	why := clean(c.Reason)
 	var b strings.Builder
-	b.WriteString(st.State[pending.StateUnknown].Render(GlyphUnknown+" ") + st.Dialog.Title.Render(trunc(clean(c.Tool)+" key "+keyTail(c.Key)+": outcome unknown", inner-2)))
+	b.WriteString(st.State[pending.StateUnknown].Render(GlyphUnknown+" ") + st.Dialog.Title.Render(trunc(displayName(c.Tool)+" key "+keyTail(c.Key)+": outcome unknown", inner-2)))
 	b.WriteString("\n\n")
 	b.WriteString(wrap("No answer came ("+why+"). The server may have done it, or not. mcp-confirm did NOT resend it, and never will on its own: it waits in the unknown list for your decision.", inner))
 	b.WriteString("\n\n")
@@ -269,7 +269,7 @@ func (d *unknownDialog) View(w int) string {
 	}
 	q := "query: ask the server whether it happened (a read, safe)"
 	if t, _ := queryPlan(d.sh.opts.Policy, c); t != "" {
-		q = "query: run " + clean(t) + " to see whether it happened (a read, safe)"
+		q = "query: run " + displayName(t) + " to see whether it happened (a read, safe)"
 	}
 	opt(d.keys.Query, q)
 	opt(d.keys.Retry, "retry with the same key "+keyTail(c.Key))

@@ -11,7 +11,7 @@ import (
 // newAbandonDialog: give up on an unknown call, with an optional note.
 func newAbandonDialog(sh *shared, id int, c pending.Call, proceed func(note string) tea.Cmd) *confirmDialog {
 	st := sh.st
-	tool := clean(c.Tool)
+	tool := displayName(c.Tool)
 	body := []string{
 		st.Dialog.Body.Render(fmt.Sprintf("Abandon %s key %s (call %d): nothing more will ever be sent for it, and it stays in the journal as abandoned.", tool, keyTail(c.Key), c.ID)),
 		st.Dialog.Warning.Render("If the first attempt did take effect, it stays done; a late answer would flag the call as a conflict."),
@@ -24,7 +24,7 @@ func newAbandonDialog(sh *shared, id int, c pending.Call, proceed func(note stri
 // newMarkDialog: record that an unknown call took effect, with a note.
 func newMarkDialog(sh *shared, id int, c pending.Call, proceed func(note string) tea.Cmd) *confirmDialog {
 	st := sh.st
-	tool := clean(c.Tool)
+	tool := displayName(c.Tool)
 	body := []string{
 		st.Dialog.Body.Render(fmt.Sprintf("Mark %s key %s (call %d) applied: you confirm it took effect. Nothing is sent.", tool, keyTail(c.Key), c.ID)),
 	}
@@ -41,7 +41,7 @@ func newMarkDialog(sh *shared, id int, c pending.Call, proceed func(note string)
 // newNoteDialog: append a note; nothing is sent, the state does not change.
 func newNoteDialog(sh *shared, id int, c pending.Call, proceed func(note string) tea.Cmd) *confirmDialog {
 	st := sh.st
-	body := []string{st.Dialog.Body.Render(fmt.Sprintf("Add a note to %s key %s (call %d). Nothing is sent; the state stays %s.", clean(c.Tool), keyTail(c.Key), c.ID, stateWord(c.State)))}
+	body := []string{st.Dialog.Body.Render(fmt.Sprintf("Add a note to %s key %s (call %d). Nothing is sent; the state stays %s.", displayName(c.Tool), keyTail(c.Key), c.ID, stateWord(c.State)))}
 	d := newConfirm(sh, id, "Note on call "+fmt.Sprint(c.ID), body, "Save", proceed)
 	d.note, d.needNote = true, true
 	return d.withInput("note: ", "")

@@ -14,7 +14,7 @@ import (
 // the call's state does not change.
 func newAckDialog(sh *shared, id int, c pending.Call, proceed func(note string) tea.Cmd) *confirmDialog {
 	st := sh.st
-	tool := clean(c.Tool)
+	tool := displayName(c.Tool)
 	when := "late"
 	if c.LateSettledAt != nil {
 		when = fmt.Sprintf("late, at %s (%s ago)", stamp(*c.LateSettledAt), age(sh.now.Sub(*c.LateSettledAt)))

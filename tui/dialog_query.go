@@ -20,10 +20,10 @@ import (
 func newQueryDialog(sh *shared, id int, c pending.Call, run func(o guard.QueryOptions) tea.Cmd) dialog {
 	if tool, args := queryPlan(sh.opts.Policy, c); tool != "" {
 		body := []string{
-			sh.st.Dialog.Body.Render(fmt.Sprintf("Run %s %s and keep its answer as evidence on call %d.", clean(tool), expandForDisplay(args, c), c.ID)),
+			sh.st.Dialog.Body.Render(fmt.Sprintf("Run %s %s and keep its answer as evidence on call %d.", displayName(tool), expandForDisplay(args, c), c.ID)),
 			sh.st.Faint.Render("A query is a read: nothing is resent and the call stays " + stateWord(c.State) + " until you decide."),
 		}
-		return newConfirm(sh, id, fmt.Sprintf("Query %s key %s?", clean(c.Tool), keyTail(c.Key)), body, "Yes, query",
+		return newConfirm(sh, id, fmt.Sprintf("Query %s key %s?", displayName(c.Tool), keyTail(c.Key)), body, "Yes, query",
 			func(string) tea.Cmd { return run(guard.QueryOptions{}) })
 	}
 	var reads []toolInfo
@@ -32,7 +32,7 @@ func newQueryDialog(sh *shared, id int, c pending.Call, run func(o guard.QueryOp
 			reads = append(reads, t)
 		}
 	}
-	d := &queryPickDialog{confirmDialog: newConfirm(sh, id, fmt.Sprintf("Query %s key %s with which read tool?", clean(c.Tool), keyTail(c.Key)), nil, "Yes, query", nil),
+	d := &queryPickDialog{confirmDialog: newConfirm(sh, id, fmt.Sprintf("Query %s key %s with which read tool?", displayName(c.Tool), keyTail(c.Key)), nil, "Yes, query", nil),
 		call: c, reads: reads, run: run,
 		up: key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "previous tool")), down: key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "next tool"))}
 	d.sync()
@@ -72,7 +72,7 @@ func (d *queryPickDialog) Update(k tea.KeyMsg) (tea.Cmd, bool) {
 func (d *queryPickDialog) sync() {
 	st := d.sh.st
 	if len(d.reads) == 0 {
-		d.body = []string{st.Dialog.Warning.Render("The server lists no read tools (and the policy names no query_tool for " + clean(d.call.Tool) + "), so there is nothing safe to ask it. Check elsewhere, then m marks it applied or x abandons it.")}
+		d.body = []string{st.Dialog.Warning.Render("The server lists no read tools (and the policy names no query_tool for " + displayName(d.call.Tool) + "), so there is nothing safe to ask it. Check elsewhere, then m marks it applied or x abandons it.")}
 		d.proceed = func(string) tea.Cmd { return nil }
 		return
 	}
@@ -91,7 +91,7 @@ func (d *queryPickDialog) sync() {
 	d.body = []string{
 		strings.TrimSuffix(list.String(), "\n"),
 		st.Dialog.Body.Render(fmt.Sprintf("Run %s %s and keep its answer as evidence on call %d. A read: nothing is resent.", t.Name, expandForDisplay(args, d.call), d.call.ID)),
-		st.Faint.Render("↑/↓ picks the tool. To make this the default, set query_tool for " + clean(d.call.Tool) + " in the policy."),
+		st.Faint.Render("↑/↓ picks the tool. To make this the default, set query_tool for " + displayName(d.call.Tool) + " in the policy."),
 	}
 }
 

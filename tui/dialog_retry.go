@@ -13,12 +13,12 @@ import (
 // it. A tool with no key argument asks the operator to type "retry".
 func newRetryDialog(sh *shared, id int, c pending.Call, proceed func(note string) tea.Cmd) *confirmDialog {
 	st := sh.st
-	tool := clean(c.Tool)
+	tool := displayName(c.Tool)
 	tail := keyTail(c.Key)
 	facts := st.Label.Render("key      ") + clean(c.Key) + "\n" +
 		st.Label.Render("attempts ") + fmt.Sprintf("%d so far; this is attempt %d", c.AttemptCount, c.AttemptCount+1) + "\n" +
 		st.Label.Render("age      ") + age(sh.now.Sub(c.CreatedAt)) + st.Label.Render("   state ") + stateWord(c.State) + reasonSuffix(c) + "\n" +
-		st.Label.Render("server   ") + clean(c.Server)
+		st.Label.Render("server   ") + displayName(c.Server)
 	t, known := sh.tool(c.Tool)
 	var what string
 	typed := false

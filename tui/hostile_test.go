@@ -21,7 +21,9 @@ func assertInert(t *testing.T, where, v string) {
 	t.Helper()
 	assertNoControls(t, where, v)
 	for _, bad := range []string{"]52;", "]0;", "]8;", "[2J", "[31"} {
-		if strings.Contains(v, bad) {
+		// A name is shown with its escapes spelled out (\x1b]0;…), which
+		// is inert text: only a sequence without that spelling came raw.
+		if strings.Count(v, bad) > strings.Count(v, `\x1b`+bad) {
 			t.Errorf("%s shows %q from the server:\n%q", where, bad, v)
 		}
 	}
@@ -67,7 +69,7 @@ func TestHostileServerIsShownInert(t *testing.T) {
 	}
 	v = m.View()
 	assertInert(t, "tools screen", v)
-	for _, want := range []string{"write_evil", "Writes things. Harmless text after.gnp.exe\n", "noteRED (string)", "hostile-server"} {
+	for _, want := range []string{"write_evil", `write_evil\x1b[8m`, "Writes things. Harmless text after.gnp.exe\n", "noteRED (string)", `hostile\x1b]0;pwned\x07-server`} {
 		if !strings.Contains(v, want) {
 			t.Errorf("tools screen lacks %q:\n%s", want, v)
 		}

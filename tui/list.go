@@ -379,7 +379,7 @@ func (l *listScreen) View() string {
 		b.WriteString(l.filter.View())
 		b.WriteByte('\n')
 	} else if l.tool != "" {
-		b.WriteString(st.Info.Render(trunc(fmt.Sprintf("filter: tool = %s   (/ to change, esc in the filter clears it)", clean(l.tool)), l.w)))
+		b.WriteString(st.Info.Render(trunc(fmt.Sprintf("filter: tool = %s   (/ to change, esc in the filter clears it)", displayName(l.tool)), l.w)))
 		b.WriteByte('\n')
 	}
 	cols := l.columns()
@@ -560,7 +560,7 @@ func (l *listScreen) rowView(c pending.Call, sel bool, cols columns) string {
 		rs = st.Row.Selected
 	}
 	text := pad(age(l.sh.now.Sub(c.CreatedAt)), cols.age) + " " +
-		pad(clean(c.Tool), cols.tool) + " " +
+		pad(displayName(c.Tool), cols.tool) + " " +
 		pad(shortArgs(c.Args), cols.args) + " " +
 		pad(keyTail(c.Key), cols.key) + " " +
 		padLeft(fmt.Sprint(c.AttemptCount), cols.tries) + " "
@@ -590,8 +590,8 @@ func (l *listScreen) previewView() string {
 	}
 	label := st.Label.Render
 	lines := []string{
-		rule(fmt.Sprintf("call %d · %s · %s", c.ID, clean(c.Tool), stateWord(c.State))),
-		label("key    ") + clean(c.Key) + label("   server ") + clean(c.Server) + label("   kind ") + string(c.Kind) + label(" ("+string(c.KindSource)+")"),
+		rule(fmt.Sprintf("call %d · %s · %s", c.ID, displayName(c.Tool), stateWord(c.State))),
+		label("key    ") + clean(c.Key) + label("   server ") + displayName(c.Server) + label("   kind ") + string(c.Kind) + label(" ("+string(c.KindSource)+")"),
 		label("args   ") + shortArgs(c.Args),
 	}
 	why := clean(c.Reason)
@@ -632,7 +632,7 @@ func retrySafety(sh *shared, c pending.Call) string {
 	case !ok && !sh.toolsLoaded:
 		return st.Faint.Render("unknown until the server lists its tools")
 	case !ok:
-		return st.Warn.Render("the server no longer lists " + clean(c.Tool))
+		return st.Warn.Render("the server no longer lists " + displayName(c.Tool))
 	case t.KeyArg != "":
 		return st.Good.Render("safe: " + t.Name + " declares " + t.KeyArg + "; a completed first attempt is replayed, not repeated")
 	}

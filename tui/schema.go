@@ -157,7 +157,7 @@ func validate(t toolInfo, text string) (map[string]any, []string) {
 		p, ok := s.Props[n]
 		if !ok {
 			if s.NoExtra {
-				probs = append(probs, fmt.Sprintf("%s is not an argument of %s", clean(n), t.Name))
+				probs = append(probs, fmt.Sprintf("%s is not an argument of %s", clean(n), displayName(t.Name)))
 			}
 			continue
 		}

@@ -219,3 +219,8 @@ func plural(n int, word string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, word)
 }
+
+// displayName shows a name from a server (a tool's, a server's) with its
+// controls escaped visibly rather than dropped (termtext.Name), so that a
+// hostile look-alike of an honest tool's name does not read the same.
+func displayName(s string) string { return termtext.Name(s) }

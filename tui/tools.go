@@ -86,7 +86,7 @@ func kindBadge(st *Styles, k pending.Kind) string {
 func (t *toolsScreen) View() string {
 	st := t.sh.st
 	var b strings.Builder
-	name := clean(t.sh.server.Name)
+	name := displayName(t.sh.server.Name)
 	if name == "" {
 		name = "the server"
 	}
