@@ -122,6 +122,5 @@ type callOutput struct {
 func printResult(e *env, res guard.Result) {
 	out := callOutput{ID: res.Call.ID, State: string(res.State), Reason: res.Call.Reason, Key: res.Key,
 		Result: res.Result, Error: res.Error, Replayed: res.Replayed, ReplayedFrom: res.ReplayedFrom}
-	b, _ := json.Marshal(out)
-	fmt.Fprintf(e.stdout, "%s\n", b)
+	json.NewEncoder(validUTF8{e.stdout}).Encode(out)
 }

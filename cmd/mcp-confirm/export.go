@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcp-confirm/mcp-confirm/pending"
+	"github.com/mcp-confirm/mcp-confirm/termtext"
 )
 
 func runExport(ctx context.Context, e *env, args []string) int {
@@ -39,7 +40,7 @@ func runExport(ctx context.Context, e *env, args []string) int {
 	}
 	defer j.Close()
 	if *format == "jsonl" {
-		enc := json.NewEncoder(e.stdout)
+		enc := json.NewEncoder(validUTF8{e.stdout})
 		err = j.Export(ctx, since, func(c pending.Call) error { return enc.Encode(c) })
 	} else {
 		err = exportCSV(ctx, e, j, since)
@@ -83,8 +84,11 @@ func exportCSV(ctx context.Context, e *env, j *pending.Journal, since time.Time)
 		base := []string{id, c.Server, c.Tool, string(c.Kind), c.Key, string(c.State), c.Reason,
 			strconv.FormatBool(c.Conflict), stamp(c.CreatedAt), stamp(c.UpdatedAt)}
 		row := func(record string, tail ...string) error {
-			r := append([]string{record}, base...)
-			return w.Write(append(r, tail...))
+			r := append(append([]string{record}, base...), tail...)
+			for i := range r {
+				r[i] = termtext.Cell(r[i])
+			}
+			return w.Write(r)
 		}
 		if err := row("call", "", "", "", "", "", "", "", "", "", "", "", string(c.Args)); err != nil {
 			return err

@@ -64,7 +64,7 @@ func runList(ctx context.Context, e *env, args []string) int {
 			reason = "CONFLICT: " + c.ConflictNote
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t…%s\t%d\t%s\n", c.ID, c.State, age(now.Sub(c.CreatedAt)),
-			termtext.Line(c.Tool), keyTail(c.Key), c.AttemptCount, termtext.Line(reason))
+			termtext.Name(c.Tool), keyTail(c.Key), c.AttemptCount, termtext.Line(reason))
 	}
 	return flushOK(tw)
 }
@@ -98,7 +98,7 @@ func age(d time.Duration) string {
 }
 
 func writeJSON(e *env, v any) int {
-	enc := json.NewEncoder(e.stdout)
+	enc := json.NewEncoder(validUTF8{e.stdout})
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
 		fmt.Fprintf(e.stderr, "mcp-confirm: write output: %v\n", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/guard"
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 	"github.com/mcp-confirm/mcp-confirm/pending"
+	"github.com/mcp-confirm/mcp-confirm/termtext"
 )
 
 // serverChoice is the server a command talks to, and how it was reached
@@ -171,7 +172,7 @@ func ownServer(ctx context.Context, j *pending.Journal, id int64) (serverChoice,
 func exitFor(e *env, g *globalOpts, cmd string, res guard.Result, err error) int {
 	self := g.self()
 	if err != nil {
-		msg := err.Error()
+		msg := termtext.Strip(err.Error()) // it may quote the server's own error text
 		var held *guard.HeldError
 		var late *guard.LateSettledError
 		var pendingKey *guard.KeyPendingError

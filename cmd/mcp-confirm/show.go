@@ -77,14 +77,14 @@ func printCall(w io.Writer, c pending.Call) {
 	} else if c.LateSettledAt != nil && c.AckedAt != nil {
 		fmt.Fprintf(w, "  settled late at %s, acknowledged at %s\n", stamp(*c.LateSettledAt), stamp(*c.AckedAt))
 	}
-	server := termtext.Line(c.Server)
+	server := termtext.Name(c.Server)
 	if c.ServerAlias != "" {
-		server += " (config " + termtext.Line(c.ServerAlias) + ")"
+		server += " (config " + termtext.Name(c.ServerAlias) + ")"
 	}
 	if id, ok := guard.ParseServerIdentity(c.ServerIdentity); ok {
 		server += ", reached as " + termtext.Line(id.String())
 	}
-	fmt.Fprintf(w, "  tool     %s (%s, from %s)\n  server   %s\n  key      %s\n", termtext.Line(c.Tool), c.Kind, c.KindSource, server, c.Key)
+	fmt.Fprintf(w, "  tool     %s (%s, from %s)\n  server   %s\n  key      %s\n", termtext.Name(c.Tool), c.Kind, c.KindSource, server, c.Key)
 	fmt.Fprintf(w, "  created  %s\n  updated  %s\n", stamp(c.CreatedAt), stamp(c.UpdatedAt))
 	if c.Proposal != "" {
 		fmt.Fprintf(w, "  proposal %s\n", termtext.Line(c.Proposal))

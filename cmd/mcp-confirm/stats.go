@@ -51,7 +51,7 @@ func runStats(ctx context.Context, e *env, args []string) int {
 	}
 	sort.Strings(tools)
 	for _, t := range tools {
-		fmt.Fprintf(tw, "%s\t", termtext.Line(t))
+		fmt.Fprintf(tw, "%s\t", termtext.Name(t))
 		for _, s := range pending.States {
 			fmt.Fprintf(tw, "%d\t", st.ByTool[t][s])
 		}

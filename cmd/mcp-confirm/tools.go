@@ -42,22 +42,24 @@ func runTools(ctx context.Context, e *env, args []string) int {
 	rows := make([]row, 0, len(tools))
 	for _, t := range tools {
 		kind, src := en.guard.Classify(t)
-		rows = append(rows, row{Name: termtext.Line(t.Name), Kind: string(kind), KindSource: string(src),
-			KeyArg: guard.KeyArg(t, ""), Description: termtext.Line(t.Description)})
+		// The JSON has the names as the server sent them (the encoder
+		// escapes their controls); the table shows them escaped visibly.
+		rows = append(rows, row{Name: t.Name, Kind: string(kind), KindSource: string(src),
+			KeyArg: guard.KeyArg(t, ""), Description: t.Description})
 	}
 	if g.json {
 		return writeJSON(e, rows)
 	}
 	info := en.client.ServerInfo()
-	fmt.Fprintf(e.stdout, "%s %s (protocol %s)\n\n", termtext.Line(info.Name), termtext.Line(info.Version), info.Protocol)
+	fmt.Fprintf(e.stdout, "%s %s (protocol %s)\n\n", termtext.Name(info.Name), termtext.Line(info.Version), info.Protocol)
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOOL\tKIND\tFROM\tKEY ARG\tDESCRIPTION")
 	for _, r := range rows {
-		desc := r.Description
+		desc := termtext.Line(r.Description)
 		if rs := []rune(desc); len(rs) > 60 {
 			desc = string(rs[:57]) + "..."
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Kind, r.KindSource, orDash(r.KeyArg), desc)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termtext.Name(r.Name), r.Kind, r.KindSource, orDash(termtext.Name(r.KeyArg)), desc)
 	}
 	return flushOK(tw)
 }
