@@ -3,13 +3,32 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 
+	"gopkg.in/natefinch/lumberjack.v2"
+
 	"github.com/mcp-confirm/mcp-confirm/guard"
 	"github.com/mcp-confirm/mcp-confirm/proxy"
 )
+
+// openLog is the proxy's --log: a server flooding its stderr must not fill
+// the disk, so the file is rotated at maxMB and at most backups old ones are
+// kept (lumberjack removes the oldest in the background, so for a moment
+// after a rotation one more may exist). The file is opened once here so that
+// an unwritable path is refused at start, not at the first log line.
+func openLog(path string, maxMB, backups int) (io.WriteCloser, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	return &lumberjack.Logger{Filename: path, MaxSize: maxMB, MaxBackups: backups}, nil
+}
 
 // runProxy serves an MCP host on stdin/stdout in front of the server given
 // after -- (or --config/--server), guarding its tool calls (SPEC §5a).
@@ -18,6 +37,8 @@ func runProxy(ctx context.Context, e *env, args []string) int {
 	var g globalOpts
 	fs := newFlagSet("proxy", &g)
 	logPath := fs.String("log", "", "write the proxy's log (and the server's stderr) to this file instead of stderr")
+	logMax := fs.Int("log-max-mb", 10, "with --log: rotate the log at this many MiB")
+	logBackups := fs.Int("log-backups", 3, "with --log: keep this many rotated logs (FILE-<time>.log)")
 	fs.Lookup("timeout").Usage = fmt.Sprintf("write timeout (default %s, under the hosts' own 40-60s)", proxy.DefaultTimeout)
 	pos, done := parseFlags(fs, args, e)
 	if done >= 0 {
@@ -40,9 +61,13 @@ func runProxy(ctx context.Context, e *env, args []string) int {
 		}
 		policy = p
 	}
-	logw := e.stderr
+	if *logMax < 1 || *logBackups < 0 {
+		fmt.Fprintf(e.stderr, "mcp-confirm proxy: --log-max-mb must be at least 1 and --log-backups at least 0\nGive sizes like --log-max-mb 10 --log-backups 3.\n")
+		return exitBadInput
+	}
+	logw := io.Writer(e.stderr)
 	if *logPath != "" {
-		f, err := os.OpenFile(*logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		f, err := openLog(*logPath, *logMax, *logBackups)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "mcp-confirm proxy: --log: %v\nGive a writable file.\n", err)
 			return exitBadInput

@@ -28,6 +28,7 @@ func TestProxyCommandEdges(t *testing.T) {
 		{"bad policy", []string{"proxy", "--db", db, "--policy", badPolicy, "--", "true"}, exitBadInput, "policy"},
 		{"unwritable log", []string{"proxy", "--db", db, "--log", filepath.Join(dir, "no", "such", "dir", "x.log"), "--", "true"}, exitBadInput, "--log"},
 		{"server does not start", []string{"proxy", "--db", db, "--", filepath.Join(dir, "no-such-server")}, exitUnavailable, "starts on its own"},
+		{"log cap zero", []string{"proxy", "--db", db, "--log", filepath.Join(dir, "x.log"), "--log-max-mb", "0", "--", "true"}, exitBadInput, "--log-max-mb"},
 		{"both server forms", []string{"proxy", "--db", db, "--config", "x.json", "--server", "s", "--", "true"}, exitBadInput, "not both"},
 	}
 	for _, c := range cases {
