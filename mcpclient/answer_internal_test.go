@@ -21,7 +21,7 @@ func TestAnsweredWindowIsBounded(t *testing.T) {
 	for i := 0; i < n; i++ {
 		c := &wireCall{token: fmt.Sprintf("t-%d", i), cancel: func(error) {}}
 		tp.register(c)
-		if _, err := w.send(c, strconv.Quote(c.token), []byte("{}\n")); err != nil {
+		if _, err := w.send(context.Background(), c, strconv.Quote(c.token), []byte("{}\n")); err != nil {
 			t.Fatal(err)
 		}
 		if _, deliver := tp.incoming(answer(i)); deliver != nil {

@@ -132,7 +132,7 @@ func spawn(spec ServerSpec, n int, tokenPrefix string, opts *Options, decl *decl
 	}()
 
 	r := &tapReader{t: s.tap, r: outR, eof: func() { s.eofOnce.Do(func() { close(s.readerEOF) }) }}
-	w := &tapWriter{t: s.tap, w: inW, broken: func() { s.badOnce.Do(func() { close(s.stdinBad) }) }}
+	w := &tapWriter{t: s.tap, w: inW, gone: s.goneCtx, broken: func() { s.badOnce.Do(func() { close(s.stdinBad) }) }}
 	s.w = w
 	s.mc = client.NewClient(transport.NewIO(r, w, nil), client.WithDiscoverTimeout(opts.ProbeTimeout))
 	s.mc.OnNotification(s.tap.onNotification)

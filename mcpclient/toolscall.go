@@ -62,7 +62,7 @@ func (s *session) toolsCall(ctx context.Context, wc *wireCall, args map[string]a
 	line = append(line, `,"method":"tools/call","params":`...)
 	line = append(line, params...)
 	line = append(line, "}\n"...)
-	r, err := s.w.send(wc, string(wireID), line)
+	r, err := s.w.send(ctx, wc, string(wireID), line)
 	if err != nil {
 		// finish tells "not sent" (r nil) from sent in part (unknown).
 		return transport.NewError(fmt.Errorf("write the request: %w", err))

@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"strconv"
@@ -397,12 +398,41 @@ func (t *tap) incoming(line []byte) (ours bool, deliver func()) {
 	}
 }
 
+// tooLarge ends the request an over-long line answers, when its head names
+// one of ours, with an unusable answer (why); the line itself is gone.
+func (t *tap) tooLarge(head []byte, why string, hand func(deliver func())) {
+	head = bytes.TrimSpace(head)
+	if len(head) == 0 || head[0] != '{' || t.tracked.Load() == 0 {
+		return
+	}
+	id, _, ok := parseResponse(head)
+	if !ok {
+		return
+	}
+	r, pass, _ := t.recordWhy(id, head, nil, why)
+	if r == nil {
+		return
+	}
+	hand(func() {
+		if pass != nil {
+			pass()
+		}
+		close(r.answered)
+	})
+}
+
 // record keeps the response line of request id, if it is one of ours, and
 // returns that request, whose answered channel the caller must close, and
 // the call's OnAnswer bound to the answer when it is to be called. A
 // further answer to a request already answered is ours too: it goes to the
 // late queue as Second, and record returns no request.
 func (t *tap) record(id string, line []byte, result json.RawMessage) (_ *wireReq, pass func(), ours bool) {
+	return t.recordWhy(id, line, result, "")
+}
+
+// recordWhy is record; a why not empty judges the answer unusable for that
+// reason, unread (an over-long line, of which line is the head).
+func (t *tap) recordWhy(id string, line []byte, result json.RawMessage, why string) (_ *wireReq, pass func(), ours bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r := t.byID[id]
@@ -424,6 +454,9 @@ func (t *tap) record(id string, line []byte, result json.RawMessage) (_ *wireReq
 	// its stdin is about to close, which mcp-go servers treat as a cancel of
 	// everything in flight: an error from then on answers a cancel.
 	resp := &wireResp{afterCancel: r.cancelSent || t.gone, at: time.Now(), line: bytes.Clone(line)}
+	if why != "" {
+		resp.classified, resp.class, resp.why = true, AnswerUnusable, why
+	}
 	if result != nil {
 		// Sliced out of a known layout; judged off the read loop, by
 		// wireResp.classify. result is a subslice of line, so its offset
@@ -521,6 +554,36 @@ type tapWriter struct {
 	w      io.WriteCloser
 	broken func()
 	mu     sync.Mutex
+	// gone ends when the session does; a write still blocked then (a
+	// server that stopped reading its stdin) is cut by a write deadline.
+	gone context.Context
+}
+
+// deadliner is what a pipe from os.Pipe is: a write blocked on a full pipe
+// can be cut short.
+type deadliner interface{ SetWriteDeadline(time.Time) error }
+
+// bound makes a write blocked on a full pipe return once ctx or the session
+// ends, so that no lock is held forever by a server that stopped reading.
+// The returned stop must be called when the write is over.
+func (w *tapWriter) bound(ctx context.Context) (stop func()) {
+	d, ok := w.w.(deadliner)
+	if !ok {
+		return func() {}
+	}
+	cut := func() { _ = d.SetWriteDeadline(time.Now()) }
+	stops := []func() bool{}
+	if ctx != nil {
+		stops = append(stops, context.AfterFunc(ctx, cut))
+	}
+	if w.gone != nil {
+		stops = append(stops, context.AfterFunc(w.gone, cut))
+	}
+	return func() {
+		for _, s := range stops {
+			s()
+		}
+	}
 }
 
 // send writes one tools/call request line for c; id is the request id's
@@ -528,7 +591,7 @@ type tapWriter struct {
 // can come back before Write returns, and marked written as soon as one
 // byte reached the pipe: from then on the call can only end answered or
 // unknown, never "not sent". It returns nil when not one byte was written.
-func (w *tapWriter) send(c *wireCall, id string, line []byte) (*wireReq, error) {
+func (w *tapWriter) send(ctx context.Context, c *wireCall, id string, line []byte) (*wireReq, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	t := w.t
@@ -539,14 +602,16 @@ func (w *tapWriter) send(c *wireCall, id string, line []byte) (*wireReq, error) 
 	t.track()
 	t.mu.Unlock()
 
+	stop := w.bound(ctx)
 	n, err := w.w.Write(line)
+	stop()
 	if err == nil && n < len(line) {
 		// A Writer must say why it stopped short; one that does not would
 		// otherwise leave a call with no request and no error to end it.
 		err = io.ErrShortWrite
 	}
 	if err != nil {
-		w.broken()
+		w.fail()
 	}
 	t.mu.Lock()
 	if n == 0 {
@@ -569,21 +634,51 @@ func (w *tapWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	undo := w.t.outgoing(p)
+	stop := w.bound(nil)
 	n, err := w.w.Write(p)
+	stop()
 	if n == 0 && undo != nil {
 		undo()
 	}
 	if err != nil {
-		w.broken()
+		w.fail()
 	}
 	return n, err
 }
 
+// fail ends the session after a write failed or was cut short (a line may
+// be half written: nothing more can be written after it), and returns once
+// the session is marked gone, so that the next request starts a new one.
+func (w *tapWriter) fail() {
+	w.broken()
+	if w.gone != nil {
+		<-w.gone.Done()
+	}
+}
+
 func (w *tapWriter) Close() error { return w.w.Close() }
 
-// maxLine bounds how much of one line the tap buffers; a longer line is
-// passed through to mcp-go but not inspected.
+// maxLine bounds one line from the server: a longer one is read off the
+// pipe and discarded as it streams, never held, and its call, when its
+// start names one of ours, ends unknown: "answer too large". lineLimit is
+// maxLine but for tests (export_test.go).
 const maxLine = 64 << 20
+
+var lineLimit atomic.Int64
+
+func init() { lineLimit.Store(maxLine) }
+
+// tooLargeHead is how much of an over-long line is kept: enough for its id
+// and as bounded evidence.
+const tooLargeHead = 4 << 10
+
+// tooLargeWhy says why an over-long answer is not usable.
+func tooLargeWhy(limit int) string {
+	if limit >= 1<<20 {
+		return "answer too large (over " + strconv.Itoa(limit>>20) + " MiB)"
+	}
+	return "answer too large (over " + strconv.Itoa(limit) + " bytes)"
+}
 
 // tapReader is the child's stdout as mcp-go sees it: every line but the
 // answers to our tools/call requests, which the tap takes (tap.incoming).
@@ -594,7 +689,8 @@ type tapReader struct {
 	out     []byte // lines for mcp-go, from off on
 	off     int
 	partial []byte // the start of a line not yet complete
-	long    bool   // inside an over-long line, passed through uninspected
+	long    bool   // inside an over-long line, being discarded
+	max     int    // lineLimit when the session began
 	err     error  // the child's stdout ended
 	eof     func()
 	// Answers read behind lines still on their way to mcp-go: delivered
@@ -654,15 +750,16 @@ func (r *tapReader) take(line []byte) {
 }
 
 func (r *tapReader) feed(b []byte) {
+	if r.max == 0 {
+		r.max = int(lineLimit.Load())
+	}
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
 			switch {
 			case r.long:
-				r.out = append(r.out, b...)
-			case len(r.partial)+len(b) > maxLine:
-				r.out = append(append(r.out, r.partial...), b...)
-				r.partial, r.long = r.partial[:0], true
+			case len(r.partial)+len(b) > r.max:
+				r.tooLong(b)
 			default:
 				r.partial = append(r.partial, b...)
 			}
@@ -672,7 +769,9 @@ func (r *tapReader) feed(b []byte) {
 		b = b[i+1:]
 		switch {
 		case r.long:
-			r.out = append(r.out, line...)
+			r.long = false
+		case len(r.partial)+len(line)-1 > r.max:
+			r.tooLong(line)
 			r.long = false
 		case len(r.partial) > 0:
 			r.partial = append(r.partial, line...)
@@ -681,6 +780,28 @@ func (r *tapReader) feed(b []byte) {
 		default:
 			r.take(line)
 		}
+	}
+}
+
+// tooLong starts discarding a line that went over the limit (partial, then
+// more): it is neither held nor passed on; when its start is an answer to
+// one of our requests, that call ends unknown with the head as evidence.
+func (r *tapReader) tooLong(more []byte) {
+	head := r.partial
+	if len(head) < tooLargeHead {
+		head = append(head, more[:min(len(more), tooLargeHead-len(head))]...)
+	}
+	head = head[:min(len(head), tooLargeHead)]
+	r.t.tooLarge(head, tooLargeWhy(r.max), func(deliver func()) {
+		if r.off < len(r.out) || len(r.held) > 0 {
+			r.held = append(r.held, deliver)
+		} else {
+			deliver()
+		}
+	})
+	r.partial, r.long = r.partial[:0], true
+	if cap(r.partial) > 1<<20 {
+		r.partial = nil // do not keep the limit's worth of memory
 	}
 }
 

@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -106,7 +107,7 @@ func TestSendTracksWhatReachedThePipe(t *testing.T) {
 			w := &tapWriter{t: tp, w: pipeEnd{tc.max, tc.silent}, broken: func() { broken = true }}
 			c := &wireCall{token: "p-1", cancel: func(error) {}}
 			tp.register(c)
-			r, err := w.send(c, `"p-1"`, line)
+			r, err := w.send(context.Background(), c, `"p-1"`, line)
 			if (err != nil) != tc.err || broken != tc.err {
 				t.Errorf("err = %v, broken = %v", err, broken)
 			}
@@ -132,7 +133,7 @@ func BenchmarkTapLine(b *testing.B) {
 	for b.Loop() {
 		c := &wireCall{token: "mcp-confirm-abc-1", cancel: func(error) {}}
 		tp.register(c)
-		if _, err := w.send(c, "1", req); err != nil {
+		if _, err := w.send(context.Background(), c, "1", req); err != nil {
 			b.Fatal(err)
 		}
 		if _, deliver := tp.incoming(resp); deliver != nil {
@@ -174,7 +175,7 @@ func TestTapReaderTakesOnlyOurAnswers(t *testing.T) {
 	tp.register(c)
 	req := `{"jsonrpc":"2.0","id":"mcp-confirm-abc-1","method":"tools/call","params":{"name":"x","arguments":{},"_meta":{"progressToken":"mcp-confirm-abc-1"}}}` + "\n"
 	w := &tapWriter{t: tp, w: pipeEnd{max: -1}, broken: func() {}}
-	if _, err := w.send(c, `"mcp-confirm-abc-1"`, []byte(req)); err != nil {
+	if _, err := w.send(context.Background(), c, `"mcp-confirm-abc-1"`, []byte(req)); err != nil {
 		t.Fatal(err)
 	}
 	note := `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"mcp-confirm-abc-1","progress":1}}` + "\n"
@@ -203,9 +204,10 @@ func TestTapReaderTakesOnlyOurAnswers(t *testing.T) {
 	}
 }
 
-// A line longer than the tap buffers goes to mcp-go as it arrives,
-// uninspected, and the lines after it are read as usual.
-func TestTapReaderPassesOverlongLines(t *testing.T) {
+// A line longer than the limit (the real default here) is discarded as it
+// streams, never passed on nor held whole, and the lines after it are read
+// as usual.
+func TestTapReaderDiscardsOverlongLines(t *testing.T) {
 	tp := newTap(1, newLateQueue())
 	long := `{"jsonrpc":"2.0","method":"x","params":"` + strings.Repeat("a", maxLine) + `"}` + "\n"
 	next := `{"jsonrpc":"2.0","id":1,"result":{}}` + "\n"
@@ -214,8 +216,50 @@ func TestTapReaderPassesOverlongLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(got) != long+next {
-		t.Errorf("read %d bytes, want %d", len(got), len(long)+len(next))
+	if string(got) != next {
+		t.Errorf("read %d bytes, want %d", len(got), len(next))
+	}
+	if cap(r.partial) > 1<<20 {
+		t.Errorf("the reader still holds %d bytes", cap(r.partial))
+	}
+}
+
+// An answer over the limit, ended or not, ends its call with an unusable
+// answer saying so; mcp-go never sees it.
+func TestTapReaderOverlongAnswerIsTooLarge(t *testing.T) {
+	for _, ended := range []bool{true, false} {
+		tp := newTap(1, newLateQueue())
+		c := &wireCall{token: "mcp-confirm-abc-1", cancel: func(error) {}}
+		tp.register(c)
+		req := `{"jsonrpc":"2.0","id":"mcp-confirm-abc-1","method":"tools/call","params":{}}` + "\n"
+		w := &tapWriter{t: tp, w: pipeEnd{max: -1}, broken: func() {}}
+		if _, err := w.send(context.Background(), c, `"mcp-confirm-abc-1"`, []byte(req)); err != nil {
+			t.Fatal(err)
+		}
+		ans := `{"jsonrpc":"2.0","id":"mcp-confirm-abc-1","result":{"content":[{"type":"text","text":"` + strings.Repeat("a", 3000)
+		if ended {
+			ans += `"}]}}` + "\n"
+		}
+		r := &tapReader{t: tp, max: 1000, r: &chunks{parts: []string{ans[:500], ans[500:]}}, eof: func() {}}
+		got, err := io.ReadAll(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 0 {
+			t.Errorf("ended=%v: mcp-go read %d bytes", ended, len(got))
+		}
+		select {
+		case <-c.reqs[0].answered:
+			resp := c.reqs[0].resp
+			if resp.classify() != AnswerUnusable || resp.why != "answer too large (over 1000 bytes)" {
+				t.Errorf("ended=%v: answer %v (%s)", ended, resp.classify(), resp.why)
+			}
+			if len(resp.line) > tooLargeHead {
+				t.Errorf("ended=%v: kept %d bytes", ended, len(resp.line))
+			}
+		default:
+			t.Errorf("ended=%v: the call got no answer", ended)
+		}
 	}
 }
 
@@ -263,7 +307,7 @@ func TestOnAnswerGetsWhatToolsCallReports(t *testing.T) {
 			}}
 			tp.register(c)
 			w := &tapWriter{t: tp, w: pipeEnd{max: -1}, broken: func() {}}
-			if _, err := w.send(c, `"t-1"`, []byte("{}\n")); err != nil {
+			if _, err := w.send(context.Background(), c, `"t-1"`, []byte("{}\n")); err != nil {
 				t.Fatal(err)
 			}
 			ours, deliver := tp.incoming([]byte(tc.line))
@@ -298,7 +342,7 @@ func TestAnswerWaitsForTheLinesBeforeIt(t *testing.T) {
 	}}
 	tp.register(c)
 	w := &tapWriter{t: tp, w: pipeEnd{max: -1}, broken: func() {}}
-	if _, err := w.send(c, `"t-1"`, []byte("{}\n")); err != nil {
+	if _, err := w.send(context.Background(), c, `"t-1"`, []byte("{}\n")); err != nil {
 		t.Fatal(err)
 	}
 	note := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}` + "\n"
