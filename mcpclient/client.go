@@ -30,6 +30,10 @@ type Options struct {
 	ProbeTimeout time.Duration
 	// StartTimeout bounds one whole handshake (probe included). Default 30s.
 	StartTimeout time.Duration
+	// ListTimeout bounds each tools/list page the client asks for itself
+	// (Tools, and Request for tools/list). Default 30s. On expiry the error
+	// is a *ListTimeoutError.
+	ListTimeout time.Duration
 	// StopGrace is how long Close (and a lost session) waits after closing
 	// stdin before SIGTERM, and after SIGTERM before SIGKILL. Default 2s.
 	StopGrace time.Duration
@@ -67,6 +71,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 30 * time.Second
+	}
+	if o.ListTimeout == 0 {
+		o.ListTimeout = 30 * time.Second
 	}
 	if o.StopGrace == 0 {
 		o.StopGrace = 2 * time.Second
@@ -300,8 +307,14 @@ func (c *Client) Tools(ctx context.Context) ([]mcp.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.mc.ListTools(ctx, mcp.ListToolsRequest{})
+	lctx, cancel := context.WithTimeoutCause(ctx, c.opts.ListTimeout, errListClock)
+	res, err := s.mc.ListTools(lctx, mcp.ListToolsRequest{})
+	expired := context.Cause(lctx) == errListClock
+	cancel()
 	if err != nil {
+		if expired {
+			return nil, &ListTimeoutError{Within: c.opts.ListTimeout}
+		}
 		if !s.alive() {
 			return nil, fmt.Errorf("list tools: %w", s.lostError())
 		}
@@ -323,3 +336,17 @@ func errorsIsAny(err error, targets ...error) bool {
 	}
 	return false
 }
+
+// errListClock is the cause of a tools/list context ended by ListTimeout.
+var errListClock = errors.New("list clock")
+
+// ListTimeoutError: the server did not answer tools/list within
+// ListTimeout. tools/list is not a write: nothing was sent that matters.
+type ListTimeoutError struct{ Within time.Duration }
+
+func (e *ListTimeoutError) Error() string {
+	return fmt.Sprintf("the server did not list its tools within %s; nothing was sent", e.Within)
+}
+
+// Is makes errors.Is(err, ErrListTimeout) true.
+func (e *ListTimeoutError) Is(target error) bool { return target == ErrListTimeout }

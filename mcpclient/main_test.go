@@ -19,8 +19,9 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 )
 
-// fixtureBin is the mcp-go test server (testdata/fixture), built once.
-var fixtureBin string
+// fixtureBin is the mcp-go test server (testdata/fixture), built once;
+// hostileBin the misbehaving one (testdata/hostile).
+var fixtureBin, hostileBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "mcpclient-fixture-")
@@ -30,6 +31,11 @@ func TestMain(m *testing.M) {
 	}
 	fixtureBin = filepath.Join(dir, "fixture")
 	if err := testbin.Build(fixtureBin, "./testdata/fixture"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	hostileBin = filepath.Join(dir, "hostile")
+	if err := testbin.Build(hostileBin, "./testdata/hostile"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -61,6 +61,12 @@ func (c *Client) Request(ctx context.Context, method string, params json.RawMess
 		Params:  p,
 	}
 	tr := s.mc.GetTransport()
+	if method == string(mcp.MethodToolsList) {
+		// Listing is something we ask for ourselves: bounded (Tools).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, c.opts.ListTimeout, errListClock)
+		defer cancel()
+	}
 	resp, err := tr.SendRequest(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -73,6 +79,9 @@ func (c *Client) Request(ctx context.Context, method string, params json.RawMess
 						Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": req.ID, "reason": ctx.Err().Error()}}},
 				})
 			}()
+		}
+		if context.Cause(ctx) == errListClock {
+			return nil, &ListTimeoutError{Within: c.opts.ListTimeout}
 		}
 		if !s.alive() {
 			return nil, fmt.Errorf("%s: %w", method, s.lostError())

@@ -76,6 +76,9 @@ var (
 	ErrAbsoluteTimeout = errors.New("no response within the maximum total time")
 	ErrConnectionLost  = errors.New("connection to the MCP server lost")
 	ErrClosed          = errors.New("mcp client closed")
+	// ErrListTimeout: no answer to tools/list within ListTimeout
+	// (a *ListTimeoutError says how long).
+	ErrListTimeout = errors.New("no answer to tools/list within the list timeout")
 	// ErrUnusableAnswer: the server answered with something that is not a
 	// usable answer (AnswerUnusable); the outcome is unknown.
 	ErrUnusableAnswer = errors.New("the server's answer is not usable")
