@@ -683,15 +683,19 @@ func tooLargeWhy(limit int) string {
 // tapReader is the child's stdout as mcp-go sees it: every line but the
 // answers to our tools/call requests, which the tap takes (tap.incoming).
 type tapReader struct {
-	t       *tap
-	r       io.Reader
-	buf     []byte // read from the child
-	out     []byte // lines for mcp-go, from off on
-	off     int
-	partial []byte // the start of a line not yet complete
-	long    bool   // inside an over-long line, being discarded
-	max     int    // lineLimit when the session began
-	err     error  // the child's stdout ended
+	t   *tap
+	r   io.Reader
+	buf []byte // read from the child
+	out []byte // lines for mcp-go, from off on
+	off int
+	// The start of a line not yet complete: the pieces as read (copies),
+	// joined once the line ends, so that a long line costs its length and
+	// no garbage from growing one slice; plen is their total length.
+	partial [][]byte
+	plen    int
+	long    bool  // inside an over-long line, being discarded
+	max     int   // lineLimit when the session began
+	err     error // the child's stdout ended
 	eof     func()
 	// Answers read behind lines still on their way to mcp-go: delivered
 	// once mcp-go asks for more, by when it has handled all of those
@@ -758,10 +762,10 @@ func (r *tapReader) feed(b []byte) {
 		if i < 0 {
 			switch {
 			case r.long:
-			case len(r.partial)+len(b) > r.max:
+			case r.plen+len(b) > r.max:
 				r.tooLong(b)
 			default:
-				r.partial = append(r.partial, b...)
+				r.keep(b)
 			}
 			return
 		}
@@ -770,28 +774,54 @@ func (r *tapReader) feed(b []byte) {
 		switch {
 		case r.long:
 			r.long = false
-		case len(r.partial)+len(line)-1 > r.max:
+		case r.plen+len(line)-1 > r.max:
 			r.tooLong(line)
 			r.long = false
-		case len(r.partial) > 0:
-			r.partial = append(r.partial, line...)
-			r.take(r.partial)
-			r.partial = r.partial[:0]
+		case r.plen > 0:
+			whole := make([]byte, 0, r.plen+len(line))
+			for _, p := range r.partial {
+				whole = append(whole, p...)
+			}
+			r.dropPartial()
+			r.take(append(whole, line...))
 		default:
 			r.take(line)
 		}
 	}
 }
 
+// keep adds b to partial: into the last piece while it has room (a server
+// that writes a byte at a time costs no more), else in a new one.
+func (r *tapReader) keep(b []byte) {
+	r.plen += len(b)
+	if n := len(r.partial); n > 0 {
+		last := r.partial[n-1]
+		if room := cap(last) - len(last); room > 0 {
+			k := min(room, len(b))
+			r.partial[n-1], b = append(last, b[:k]...), b[k:]
+		}
+	}
+	if len(b) > 0 {
+		r.partial = append(r.partial, append(make([]byte, 0, max(len(b), 64<<10)), b...))
+	}
+}
+
+func (r *tapReader) dropPartial() {
+	clear(r.partial)
+	r.partial, r.plen = r.partial[:0], 0
+}
+
 // tooLong starts discarding a line that went over the limit (partial, then
 // more): it is neither held nor passed on; when its start is an answer to
 // one of our requests, that call ends unknown with the head as evidence.
 func (r *tapReader) tooLong(more []byte) {
-	head := r.partial
-	if len(head) < tooLargeHead {
-		head = append(head, more[:min(len(more), tooLargeHead-len(head))]...)
+	var head []byte
+	for _, p := range append(r.partial, more) {
+		if len(head) >= tooLargeHead {
+			break
+		}
+		head = append(head, p[:min(len(p), tooLargeHead-len(head))]...)
 	}
-	head = head[:min(len(head), tooLargeHead)]
 	r.t.tooLarge(head, tooLargeWhy(r.max), func(deliver func()) {
 		if r.off < len(r.out) || len(r.held) > 0 {
 			r.held = append(r.held, deliver)
@@ -799,10 +829,8 @@ func (r *tapReader) tooLong(more []byte) {
 			deliver()
 		}
 	})
-	r.partial, r.long = r.partial[:0], true
-	if cap(r.partial) > 1<<20 {
-		r.partial = nil // do not keep the limit's worth of memory
-	}
+	r.dropPartial()
+	r.long = true
 }
 
 // callEvents hands OnSent and OnProgress to the caller's own goroutine, so a
