@@ -27,6 +27,9 @@ type Defaults struct {
 	MaxTotal     Duration `toml:"max_total"`     // absolute clock per attempt
 	ReadTimeout  Duration `toml:"read_timeout"`
 	ReadAttempts int      `toml:"read_attempts"`
+	// ListTimeout bounds each tools/list mcp-confirm makes for itself
+	// (0: mcpclient's default, 30s).
+	ListTimeout Duration `toml:"list_timeout"`
 	// LateHold is how long a call that settled late, after its caller was
 	// told it was unknown, keeps holding identical calls unless an operator
 	// acknowledges it first (SPEC §9).

@@ -122,6 +122,7 @@ func New(opts Options) *Proxy {
 	var gd *guard.Guard
 	p.client = mcpclient.New(opts.Server, mcpclient.Options{
 		ClientVersion: opts.Version,
+		ListTimeout:   policy.Defaults.ListTimeout.Duration,
 		OnLateResult: func(lr mcpclient.LateResult) {
 			log.Info("late answer from the MCP server", "tool", lr.Tool, "key", lr.Key, "session", lr.Session, "after_cancel", lr.AfterCancel)
 			gd.HandleLateResult(lr)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/mcp-confirm/mcp-confirm/guard"
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
@@ -144,8 +145,13 @@ func openEngine(ctx context.Context, e *env, g *globalOpts, cmd string, forCall 
 	spec := choice.spec
 	en := &engine{journal: j}
 	var gd *guard.Guard
+	var listTimeout time.Duration
+	if policy != nil {
+		listTimeout = policy.Defaults.ListTimeout.Duration
+	}
 	en.client = mcpclient.New(spec, mcpclient.Options{
 		ClientVersion: version,
+		ListTimeout:   listTimeout,
 		OnLateResult:  func(lr mcpclient.LateResult) { gd.HandleLateResult(lr) },
 		OnSession: func(n int) {
 			_ = j.RecordEvent(context.Background(), pending.EventSessionStarted, 0, fmt.Sprintf("session %d", n))
