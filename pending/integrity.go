@@ -51,7 +51,7 @@ func (e *typedError) Unwrap() []error {
 
 // typedKinds are the sentinels an error of Open may already carry.
 var typedKinds = []error{ErrNotJournal, ErrNewerSchema, ErrHardLinked, ErrCorrupt, ErrDiskFull,
-	ErrReadOnly, ErrLocked, ErrJournalReplaced}
+	ErrReadOnly, ErrLocked, ErrJournalReplaced, ErrNotOwned, ErrTooOpen, ErrNoJournal, ErrNeedsMigration}
 
 // classify gives an error met while opening the journal the kind of what
 // went wrong, from SQLite's result code or the system's errno. An error

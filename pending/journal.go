@@ -9,6 +9,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,6 +42,13 @@ var (
 	// or replaced while this process had it open. The write that found it
 	// and every later one fail; reads go on.
 	ErrJournalReplaced = errors.New("the journal's WAL file was removed or replaced while open")
+	// ErrNoJournal: OpenReadOnly found no file at the path (it creates none).
+	ErrNoJournal = errors.New("no journal")
+	// ErrNeedsMigration: OpenReadOnly found a journal of an older schema (or
+	// one not yet initialised); a writing open upgrades it.
+	ErrNeedsMigration = errors.New("the journal needs a schema upgrade")
+	// ErrWriteReadOnly: a write on a journal opened with OpenReadOnly.
+	ErrWriteReadOnly = errors.New("the journal was opened read-only")
 )
 
 // Options tune Open. The zero value is what the product uses.
@@ -52,20 +61,24 @@ type Options struct {
 	// SkipRecovery opens without turning dead owners' in-flight calls into
 	// unknown (tests of recovery itself use it). The product never sets it.
 	SkipRecovery bool
+	// OnTighten is told of each file of this user that Open found open to
+	// other users and narrowed (0644 -> 0600); the CLI prints a line.
+	OnTighten func(Tightening)
 }
 
 // Journal is an open journal file. It is safe for concurrent use.
 type Journal struct {
-	path   string
-	now    func() time.Time
-	read   *sql.DB // readers: a small pool, never blocked by writers (WAL)
-	wdb    *sql.DB // the single writer connection's pool
-	wconn  *sql.Conn
-	writes chan *writeReq
-	done   chan struct{}
-	owner  *ownerLock
-	files  fileIDs // the file and WAL Open found; checked before each commit
-	broken error   // ErrJournalReplaced once found; writer goroutine, then Close
+	path     string
+	now      func() time.Time
+	readOnly bool    // OpenReadOnly: no writer, no owner lock, no recovery
+	read     *sql.DB // readers: a small pool, never blocked by writers (WAL)
+	wdb      *sql.DB // the single writer connection's pool
+	wconn    *sql.Conn
+	writes   chan *writeReq
+	done     chan struct{}
+	owner    *ownerLock
+	files    fileIDs // the file and WAL Open found; checked before each commit
+	broken   error   // ErrJournalReplaced once found; writer goroutine, then Close
 
 	recovered []int64    // calls turned unknown by recovery on open
 	noteMu    sync.Mutex // guards noteOff (see unrecorded.go)
@@ -115,16 +128,9 @@ func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
 	if err := createFile(path); err != nil {
 		return nil, fmt.Errorf("open journal %s: %w", path, classify(err))
 	}
-	real, err := resolvePath(path)
+	path, err := checkFile(path, opts)
 	if err != nil {
-		return nil, fmt.Errorf("open journal %s: %w", path, classify(err))
-	}
-	path = real
-	if err := checkLinks(path); err != nil {
-		return nil, fmt.Errorf("open journal %s: %w", path, classify(err))
-	}
-	if err := checkHeader(path); err != nil {
-		return nil, fmt.Errorf("open journal %s: %w", path, classify(err))
+		return nil, err
 	}
 	j := &Journal{path: path, now: opts.Now, writes: make(chan *writeReq, 1024), done: make(chan struct{})}
 	ok := false
@@ -176,11 +182,108 @@ func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
 	return j, nil
 }
 
+// checkFile resolves the journal's real path and checks, before SQLite
+// touches anything, its links, its header and who owns it and its files.
+func checkFile(path string, opts Options) (string, error) {
+	real, err := resolvePath(path)
+	if err != nil {
+		return "", fmt.Errorf("open journal %s: %w", path, classify(err))
+	}
+	for _, check := range []func(string) error{
+		checkLinks,
+		func(p string) error { return checkOwnership(p, opts.OnTighten) },
+		checkHeader,
+	} {
+		if err := check(real); err != nil {
+			return "", fmt.Errorf("open journal %s: %w", real, classify(err))
+		}
+	}
+	return real, nil
+}
+
+// OpenReadOnly opens an existing journal for reading only (list, show,
+// export, stats): it creates no file or folder (a missing journal is
+// ErrNoJournal), takes no lock that a writer could wait on, holds no owner
+// lock and runs no recovery, so calls of owners that died stay in_flight
+// until the next writing open turns them unknown. A journal whose schema
+// is older than this build's is refused with ErrNeedsMigration rather
+// than upgraded. Ownership is checked as by Open, and too-open files of
+// this user are tightened (a change of mode, not of content). Writes
+// return ErrWriteReadOnly.
+func OpenReadOnly(ctx context.Context, path string, opts Options) (*Journal, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.BusyTimeout == 0 {
+		opts.BusyTimeout = 10 * time.Second
+	}
+	if strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("open journal %s: the path may not contain '?' or '#'", path)
+	}
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, &typedError{kind: ErrNoJournal, msg: "no journal at " + path}
+	}
+	path, err := checkFile(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	j := &Journal{path: path, now: opts.Now, readOnly: true, done: make(chan struct{})}
+	close(j.done)
+	ok := false
+	defer func() {
+		if !ok {
+			j.closeHandles()
+		}
+	}()
+	refuse := func(err error) (*Journal, error) {
+		return nil, fmt.Errorf("open journal %s: %w", path, classify(canNotOpen(err, path)))
+	}
+	// mode=ro: SQLite opens the file O_RDONLY, never creates it, and a
+	// read-only connection does not checkpoint the WAL when it closes.
+	// It still needs the WAL index (-shm), which it opens read-write when
+	// it can, as any reader of a WAL database does; taking no write lock,
+	// it is never kept waiting by another process's write transaction.
+	uri := (&url.URL{Scheme: "file", Path: path}).String()
+	dsn := fmt.Sprintf("%s?mode=ro&_pragma=busy_timeout(%d)&_pragma=query_only(1)", uri, opts.BusyTimeout.Milliseconds())
+	if j.read, err = sql.Open("sqlite", dsn); err != nil {
+		return refuse(err)
+	}
+	j.read.SetMaxOpenConns(4)
+	j.read.SetMaxIdleConns(4)
+	var appID, version, tables int
+	err = j.read.QueryRowContext(ctx, `SELECT
+		(SELECT application_id FROM pragma_application_id),
+		(SELECT user_version FROM pragma_user_version),
+		(SELECT count(*) FROM sqlite_master)`).Scan(&appID, &version, &tables)
+	switch {
+	case err != nil:
+		return refuse(err)
+	case appID != applicationID && !(appID == 0 && tables == 0 && version == 0):
+		return refuse(fmt.Errorf("%w: it is a SQLite database of another application", ErrNotJournal))
+	case version > len(migrations):
+		return refuse(fmt.Errorf("%w (schema %d, this build knows %d): upgrade mcp-confirm", ErrNewerSchema, version, len(migrations)))
+	case version < len(migrations):
+		return refuse(&typedError{kind: ErrNeedsMigration, msg: fmt.Sprintf(
+			"the journal has schema %d and this build reads %d; a read command does not upgrade it: "+
+				"run a writing command (the console, call, note) on it once", version, len(migrations))})
+	}
+	ok = true
+	return j, nil
+}
+
+// ReadOnly reports whether the journal was opened with OpenReadOnly.
+func (j *Journal) ReadOnly() bool { return j.readOnly }
+
 // Path is the journal file's real path: absolute, symlinks resolved.
 func (j *Journal) Path() string { return j.path }
 
 // Owner is this process's liveness token, stored on the calls it sends.
-func (j *Journal) Owner() string { return j.owner.id }
+func (j *Journal) Owner() string {
+	if j.owner == nil {
+		return ""
+	}
+	return j.owner.id
+}
 
 // Recovered lists the calls that Open turned from in_flight into unknown
 // because their owner had died.
@@ -191,6 +294,14 @@ func (j *Journal) Recovered() []int64 { return j.recovered }
 // in_flight in the file until the next Open anywhere recovers them; callers
 // (guard) end their attempts before closing.
 func (j *Journal) Close() error {
+	if j.readOnly {
+		if j.read == nil {
+			return nil
+		}
+		err := j.closeHandles()
+		j.read = nil
+		return err
+	}
 	select {
 	case <-j.done:
 		return nil
@@ -242,6 +353,9 @@ func createFile(path string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create folder: %w", err)
 	}
+	if err := checkFolder(dir); err != nil {
+		return err // before a file is made in a folder others can write
+	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, os.ErrExist) {
 		return nil
@@ -285,6 +399,12 @@ func (j *Journal) checkSchema(ctx context.Context) error {
 // once) would have one fail. So a busy answer is retried here, within the
 // same bound as any other wait for a lock.
 func (j *Journal) setWAL(ctx context.Context, wait time.Duration) error {
+	// Already in WAL mode (every journal after its first open): nothing to
+	// change, and asking to change it is not asked of SQLite.
+	var current string
+	if err := j.wconn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&current); err == nil && strings.EqualFold(current, "wal") {
+		return nil
+	}
 	deadline := time.Now().Add(wait)
 	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
 		var mode string
@@ -292,9 +412,10 @@ func (j *Journal) setWAL(ctx context.Context, wait time.Duration) error {
 		if err == nil && !strings.EqualFold(mode, "wal") {
 			err = fmt.Errorf("SQLite kept journal mode %q", mode)
 		}
-		if err == nil || !isBusy(err) || time.Now().Add(pause).After(deadline) {
+		if err == nil || !isBusy(err) || !time.Now().Before(deadline) {
 			return err
 		}
+		pause = min(pause, time.Until(deadline)+time.Millisecond)
 		select {
 		case <-time.After(pause):
 		case <-ctx.Done():
@@ -310,7 +431,18 @@ func isBusy(err error) bool {
 	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
+// migrate runs the migrations the file lacks, in one IMMEDIATE
+// transaction. A journal already at this build's schema (every open but
+// the first after an upgrade) is left alone without taking the write lock,
+// so opening never waits for another process's write transaction.
 func (j *Journal) migrate(ctx context.Context) error {
+	var current int
+	if err := j.wconn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current); err != nil {
+		return err
+	}
+	if current >= len(migrations) {
+		return nil // checkSchema has refused a newer one
+	}
 	if _, err := j.wconn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}

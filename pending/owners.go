@@ -160,8 +160,19 @@ func ownerAlive(journal, id string) (alive bool, release func(), err error) {
 // It runs in one IMMEDIATE transaction, so two processes recovering at once
 // cannot both claim a call. Open runs it; the console may run it again.
 func (j *Journal) Recover(ctx context.Context) ([]int64, error) {
+	if j.readOnly {
+		return nil, ErrWriteReadOnly
+	}
 	if err := j.owner.ensure(); err != nil {
 		return nil, err
+	}
+	// Most opens find nothing to recover: looking first, by a read that
+	// takes no lock, keeps them from waiting for another process's write
+	// transaction. A call that goes in flight for an owner who dies after
+	// this look is the next open's to recover, as it would be anyway.
+	if dead, err := j.deadOwnerInFlight(ctx); err == nil && !dead {
+		j.sweepOwners()
+		return nil, nil
 	}
 	var recovered []int64
 	var releases []func()
@@ -214,6 +225,60 @@ func (j *Journal) Recover(ctx context.Context) ([]int64, error) {
 	}
 	j.sweepOwners()
 	return recovered, nil
+}
+
+// deadOwnerInFlight reports whether some in_flight call's owner, other
+// than this process, no longer holds its lock. It reads without a lock and
+// leaves lock files as they are.
+func (j *Journal) deadOwnerInFlight(ctx context.Context) (bool, error) {
+	rows, err := j.read.QueryContext(ctx, "SELECT DISTINCT owner FROM calls WHERE state = 'in_flight'")
+	if err != nil {
+		return false, err
+	}
+	var owners []string
+	for rows.Next() {
+		var o string
+		if err := rows.Scan(&o); err != nil {
+			rows.Close()
+			return false, err
+		}
+		owners = append(owners, o)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return false, err
+	}
+	for _, o := range owners {
+		if o == j.owner.id {
+			continue
+		}
+		alive, err := ownerHoldsLock(j.path, o)
+		if err != nil || !alive {
+			return true, err
+		}
+	}
+	return false, nil
+}
+
+// ownerHoldsLock is ownerAlive without the clean-up: a free lock is
+// unlocked again at once and its file left in place.
+func ownerHoldsLock(journal, id string) (bool, error) {
+	if id == "" || strings.ContainsAny(id, `/\.`) {
+		return false, nil
+	}
+	f, err := os.OpenFile(filepath.Join(ownersDir(journal), id+".lock"), os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return true, nil
+	}
+	return false, err
 }
 
 // sweepOwners removes lock files of dead owners that left nothing in flight.

@@ -33,6 +33,9 @@ const maxBatch = 256
 // waited for even if ctx ends, so a caller never walks away from a row that
 // may yet be committed.
 func (j *Journal) write(ctx context.Context, sync durability, fn func(ctx context.Context, c *sql.Conn) error) (err error) {
+	if j.readOnly {
+		return ErrWriteReadOnly
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
