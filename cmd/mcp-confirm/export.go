@@ -34,7 +34,7 @@ func runExport(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "mcp-confirm export: --since %q: %v\nGive an RFC 3339 time (2026-12-01T09:00:00Z), a date (2026-12-01) or a duration ago (24h).\n", *sinceArg, err)
 		return exitBadInput
 	}
-	j, code := openJournal(ctx, e, &g)
+	j, code := openJournalReadOnly(ctx, e, &g)
 	if j == nil {
 		return code
 	}

@@ -12,6 +12,18 @@ import (
 // default. On failure it prints one line saying what to do and returns
 // exitUnavailable.
 func openJournal(ctx context.Context, e *env, g *globalOpts) (*pending.Journal, int) {
+	return openJournalWith(ctx, e, g, pending.Open)
+}
+
+// openJournalReadOnly is openJournal for the read commands (list, show,
+// export, stats): it creates nothing ("no journal at PATH", exit 5), takes
+// no write lock and runs no recovery.
+func openJournalReadOnly(ctx context.Context, e *env, g *globalOpts) (*pending.Journal, int) {
+	return openJournalWith(ctx, e, g, pending.OpenReadOnly)
+}
+
+func openJournalWith(ctx context.Context, e *env, g *globalOpts,
+	open func(context.Context, string, pending.Options) (*pending.Journal, error)) (*pending.Journal, int) {
 	path := g.db
 	if path == "" {
 		p, err := pending.DefaultPath(e.getenv)
@@ -21,7 +33,9 @@ func openJournal(ctx context.Context, e *env, g *globalOpts) (*pending.Journal, 
 		}
 		path = p
 	}
-	j, err := pending.Open(ctx, path, pending.Options{})
+	j, err := open(ctx, path, pending.Options{OnTighten: func(t pending.Tightening) {
+		fmt.Fprintf(e.stderr, "mcp-confirm: %s\n", t)
+	}})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "mcp-confirm: cannot open the journal: %v\n%s.\n", err, capitalize(openHint(err, path)))
 		return nil, exitUnavailable
@@ -32,6 +46,12 @@ func openJournal(ctx context.Context, e *env, g *globalOpts) (*pending.Journal, 
 // openHint says what to do about an error of pending.Open, by its cause.
 func openHint(err error, path string) string {
 	switch {
+	case errors.Is(err, pending.ErrNoJournal):
+		return "pass the journal's path with --db or $MCP_CONFIRM_DB; read commands create no journal"
+	case errors.Is(err, pending.ErrNeedsMigration):
+		return "nothing was changed"
+	case errors.Is(err, pending.ErrNotOwned), errors.Is(err, pending.ErrTooOpen):
+		return "nothing was read or written; mcp-confirm keeps the journal's files as ssh keeps its keys"
 	case errors.Is(err, pending.ErrNotJournal):
 		return "this file is not an mcp-confirm journal; pass the journal's path with --db"
 	case errors.Is(err, pending.ErrNewerSchema):

@@ -35,7 +35,7 @@ func runList(ctx context.Context, e *env, args []string) int {
 		}
 		f.States = []pending.State{s}
 	}
-	j, code := openJournal(ctx, e, &g)
+	j, code := openJournalReadOnly(ctx, e, &g)
 	if j == nil {
 		return code
 	}

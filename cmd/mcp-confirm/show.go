@@ -26,7 +26,7 @@ func runShow(ctx context.Context, e *env, args []string) int {
 	if !ok {
 		return exitBadInput
 	}
-	j, code := openJournal(ctx, e, &g)
+	j, code := openJournalReadOnly(ctx, e, &g)
 	if j == nil {
 		return code
 	}

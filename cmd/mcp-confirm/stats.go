@@ -23,7 +23,7 @@ func runStats(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "mcp-confirm stats: unexpected argument %q\nRun 'mcp-confirm stats' or 'mcp-confirm stats --json'.\n", pos[0])
 		return exitBadInput
 	}
-	j, code := openJournal(ctx, e, &g)
+	j, code := openJournalReadOnly(ctx, e, &g)
 	if j == nil {
 		return code
 	}
