@@ -202,10 +202,12 @@ func checkFile(path string, opts Options) (string, error) {
 }
 
 // OpenReadOnly opens an existing journal for reading only (list, show,
-// export, stats): it creates no file or folder (a missing journal is
+// export, stats): it creates no journal or folder (a missing journal is
 // ErrNoJournal), takes no lock that a writer could wait on, holds no owner
-// lock and runs no recovery, so calls of owners that died stay in_flight
-// until the next writing open turns them unknown. A journal whose schema
+// lock of its own; it recovers (by a brief writing open, which takes the
+// write lock) only when a call of an owner that died is in flight, so
+// what it reads is true and, most of the time, no writer can delay it.
+// A journal whose schema
 // is older than this build's is refused with ErrNeedsMigration rather
 // than upgraded. Ownership is checked as by Open, and too-open files of
 // this user are tightened (a change of mode, not of content). Writes
@@ -266,6 +268,23 @@ func OpenReadOnly(ctx context.Context, path string, opts Options) (*Journal, err
 		return refuse(&typedError{kind: ErrNeedsMigration, msg: fmt.Sprintf(
 			"the journal has schema %d and this build reads %d; a read command does not upgrade it: "+
 				"run a writing command (the console, call, note) on it once", version, len(migrations))})
+	}
+	// A read must show what is true: a call whose owner died is unknown,
+	// not in flight. Only when such a call exists (a lock-free look) is a
+	// writing open made, briefly, to recover it: it takes the write lock,
+	// as every recovery must, and creates nothing but its owner lock file.
+	if !opts.SkipRecovery {
+		if dead, err := j.deadOwnerInFlight(ctx); err != nil {
+			return refuse(err)
+		} else if dead {
+			w, err := Open(ctx, path, opts)
+			if err != nil {
+				return nil, err
+			}
+			if err := w.Close(); err != nil {
+				return refuse(err)
+			}
+		}
 	}
 	ok = true
 	return j, nil

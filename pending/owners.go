@@ -249,7 +249,7 @@ func (j *Journal) deadOwnerInFlight(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	for _, o := range owners {
-		if o == j.owner.id {
+		if o == j.Owner() {
 			continue
 		}
 		alive, err := ownerHoldsLock(j.path, o)

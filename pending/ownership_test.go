@@ -200,3 +200,26 @@ func TestOpensWhileAnotherHoldsTheWriteLock(t *testing.T) {
 	}
 	w.Close()
 }
+
+func TestOpenReadOnlyRecoversOnlyDeadOwnersCalls(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := j.RecordIntent(ctx, intent("create_order", `{"n":2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Close() // its owner is gone; the call is still in_flight in the file
+	r, err := OpenReadOnly(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got, err := r.Get(ctx, c.ID)
+	if err != nil || got.State != StateUnknown || got.Reason != ReasonRecovered {
+		t.Fatalf("read-only open of a dead owner's call: %+v %v; want unknown, recovered", got, err)
+	}
+}
