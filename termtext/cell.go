@@ -2,8 +2,6 @@ package termtext
 
 import (
 	"fmt"
-	"strings"
-	"unicode/utf8"
 )
 
 // Cell makes one CSV cell inert for a spreadsheet and a terminal: C0 and C1
@@ -17,23 +15,12 @@ func Cell(s string) string {
 		return s
 	}
 	if !isPlainCell(s) {
-		var b strings.Builder
-		b.Grow(len(s) + 8)
-		for i := 0; i < len(s); {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			switch {
-			case r == utf8.RuneError && size <= 1:
-				fmt.Fprintf(&b, `\x%02x`, s[i])
-			case r == '\n' || r == '\t':
-				b.WriteRune(r)
-			case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-				fmt.Fprintf(&b, `\x%02x`, r)
-			default:
-				b.WriteString(s[i : i+size])
+		s = spell(s, func(r rune) string {
+			if isControl(r) && r != '\n' && r != '\t' {
+				return fmt.Sprintf(`\x%02x`, r)
 			}
-			i += size
-		}
-		s = b.String()
+			return ""
+		})
 	}
 	switch s[0] {
 	case '=', '+', '-', '@', '\t', '\r':

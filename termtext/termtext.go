@@ -37,7 +37,7 @@ func Strip(s string) string {
 		case r == '\n' || r == '\t':
 			b.WriteRune(r)
 			i += size
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || isBidi(r):
+		case isControl(r) || isBidi(r):
 			i += size // other C0 and C1 controls, bidi controls: dropped
 		default:
 			b.WriteString(s[i : i+size])
@@ -135,26 +135,41 @@ func Name(s string) string {
 	if isPlainName(s) {
 		return s
 	}
+	return spell(s, func(r rune) string {
+		switch {
+		case r == '\\':
+			return `\\`
+		case isControl(r):
+			return fmt.Sprintf(`\x%02x`, r)
+		case unicode.Is(unicode.Cf, r) || unicode.IsSpace(r) && r != ' ' || r == utf8.RuneError:
+			return fmt.Sprintf(`\u%04x`, r)
+		}
+		return ""
+	})
+}
+
+// spell rewrites s rune by rune: an invalid UTF-8 byte becomes \xNN, and
+// a rune for which as returns a spelling becomes that spelling ("" keeps
+// the rune). Name and Cell differ only in their as.
+func spell(s string, as func(r rune) string) string {
 	var b strings.Builder
 	b.Grow(len(s) + 8)
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size <= 1:
+		if r == utf8.RuneError && size <= 1 {
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case unicode.Is(unicode.Cf, r) || unicode.IsSpace(r) && r != ' ' || r == utf8.RuneError:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
+		} else if w := as(r); w != "" {
+			b.WriteString(w)
+		} else {
 			b.WriteString(s[i : i+size])
 		}
 		i += size
 	}
 	return b.String()
 }
+
+// isControl: a C0 or C1 control, or DEL.
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
 
 // isPlainName reports whether s is printable ASCII without a backslash:
 // the usual tool name, shown as it is.
