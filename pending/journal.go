@@ -66,6 +66,21 @@ type Options struct {
 	OnTighten func(Tightening)
 }
 
+// check fills in opts' defaults and refuses a path SQLite's DSN would
+// misread (Open and OpenReadOnly alike).
+func (opts Options) check(path string) (Options, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.BusyTimeout == 0 {
+		opts.BusyTimeout = 10 * time.Second
+	}
+	if strings.ContainsAny(path, "?#") {
+		return opts, fmt.Errorf("open journal %s: the path may not contain '?' or '#'", path)
+	}
+	return opts, nil
+}
+
 // Journal is an open journal file. It is safe for concurrent use.
 type Journal struct {
 	path     string
@@ -116,19 +131,14 @@ func DefaultPath(getenv func(string) string) (string, error) {
 // header says. The journal is known by its real path (symlinks resolved),
 // whatever path reached it.
 func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.BusyTimeout == 0 {
-		opts.BusyTimeout = 10 * time.Second
-	}
-	if strings.ContainsAny(path, "?#") {
-		return nil, fmt.Errorf("open journal %s: the path may not contain '?' or '#'", path)
+	opts, err := opts.check(path)
+	if err != nil {
+		return nil, err
 	}
 	if err := createFile(path); err != nil {
 		return nil, fmt.Errorf("open journal %s: %w", path, classify(err))
 	}
-	path, err := checkFile(path, opts)
+	path, err = checkFile(path, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -213,19 +223,14 @@ func checkFile(path string, opts Options) (string, error) {
 // this user are tightened (a change of mode, not of content). Writes
 // return ErrWriteReadOnly.
 func OpenReadOnly(ctx context.Context, path string, opts Options) (*Journal, error) {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.BusyTimeout == 0 {
-		opts.BusyTimeout = 10 * time.Second
-	}
-	if strings.ContainsAny(path, "?#") {
-		return nil, fmt.Errorf("open journal %s: the path may not contain '?' or '#'", path)
+	opts, err := opts.check(path)
+	if err != nil {
+		return nil, err
 	}
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, &typedError{kind: ErrNoJournal, msg: "no journal at " + path}
 	}
-	path, err := checkFile(path, opts)
+	path, err = checkFile(path, opts)
 	if err != nil {
 		return nil, err
 	}
