@@ -37,9 +37,16 @@ func (b *bgCall) result() cliResult {
 // or waits for it.
 func (w *world) startCall(t testing.TB, args string, extra []string, serverFlags ...string) *bgCall {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), cmdHang)
 	a := append([]string{"call", "create_order", "--args", args}, extra...)
-	b := &bgCall{cmd: e2eCmd(ctx, w.bin, w.dir, w.withDB(append(a, w.server(serverFlags...)...))...),
+	return w.start(t, w.withDB(append(a, w.server(serverFlags...)...)))
+}
+
+// start starts the binary with args (given whole: --db and server included)
+// in the background; the test kills or waits for it.
+func (w *world) start(t testing.TB, args []string) *bgCall {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), cmdHang)
+	b := &bgCall{cmd: e2eCmd(ctx, w.bin, w.dir, args...),
 		stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, done: make(chan struct{})}
 	b.cmd.Stdout, b.cmd.Stderr = b.stdout, b.stderr
 	if err := b.cmd.Start(); err != nil {

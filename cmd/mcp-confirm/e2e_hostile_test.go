@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,23 +53,7 @@ func bigArgsFile(t *testing.T, dir string) string {
 // mode, in the background.
 func startHostile(t *testing.T, w *world, args []string, mode ...string) *bgCall {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), cmdHang)
-	a := append(w.withDB(args), append([]string{"--", hostileServer(t)}, mode...)...)
-	b := &bgCall{cmd: e2eCmd(ctx, w.bin, w.dir, a...), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, done: make(chan struct{})}
-	b.cmd.Stdout, b.cmd.Stderr = b.stdout, b.stderr
-	if err := b.cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	go func() {
-		b.err = b.cmd.Wait()
-		close(b.done)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-b.done
-	})
-	return b
+	return w.start(t, append(w.withDB(args), append([]string{"--", hostileServer(t)}, mode...)...))
 }
 
 // waitDone waits for b within a liveness bound (not a timing check).
@@ -154,6 +136,9 @@ func TestE2EHostileSilentList(t *testing.T) {
 	wantExit(t, r, exitUnavailable, "tools against a silent server")
 	if !strings.Contains(r.stderr, "the server did not list its tools within 1s; nothing was sent") {
 		t.Fatalf("message: %s", r.stderr)
+	}
+	if !strings.Contains(r.stderr, "raise list_timeout") || strings.Count(r.stderr, "nothing was sent") != 1 {
+		t.Errorf("the hint does not say what to do, once: %s", r.stderr)
 	}
 }
 

@@ -216,7 +216,11 @@ func exitFor(e *env, g *globalOpts, cmd string, res guard.Result, err error) int
 			return exitHeld
 		}
 		hint := "Check that the server starts on its own (run its command by hand); nothing was sent."
-		if strings.Contains(msg, "journal") {
+		switch {
+		case errors.Is(err, mcpclient.ErrListTimeout):
+			// The message already says nothing was sent.
+			hint = "If the server is only slow to list, raise list_timeout under [defaults] in the policy (--policy)."
+		case strings.Contains(msg, "journal"):
 			hint = "Check the journal file (disk space, permissions, --db); nothing was sent."
 		}
 		fmt.Fprintf(e.stderr, "mcp-confirm %s: %s\n%s\n", cmd, oneLine(trimClass(msg)), hint)
