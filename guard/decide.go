@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/mcp-confirm/mcp-confirm/canonical"
@@ -21,7 +22,8 @@ type RetryOptions struct {
 	// call was made on; the override is recorded with the decision.
 	AnyServer bool
 	// Redacted supplies the values of redacted arguments, which the journal
-	// never stored; their fingerprint must match the original call's.
+	// never stored, nested as in the call ({"payment":{"card_number":…}});
+	// with them the arguments' fingerprint must match the original call's.
 	Redacted   map[string]any
 	OnProgress func(mcpclient.Progress)
 }
@@ -49,10 +51,12 @@ func (g *Guard) Retry(ctx context.Context, id int64, o RetryOptions) (Result, er
 		return Result{Call: c, State: c.State, Key: c.Key}, err
 	}
 	keyArg := KeyArg(tool, g.opts.Policy.tool(tool.Name).KeyArg)
-	args, err := restoreArgs(c, keyArg, o.Redacted)
+	args, err := restoreArgs(c, keyArg, o.Redacted, g.j.Seal)
 	if err != nil {
 		return Result{Call: c, State: c.State, Key: c.Key}, err
 	}
+	_, secrets := redact(args, g.opts.Policy.tool(tool.Name).Redact, keyArg)
+	g.secrets.remember(sendingKey(tool.Name, c.Key), secrets)
 	kind, src := g.Classify(tool)
 	call, attempt, err := g.j.Retry(ctx, id, pending.RetryInput{
 		Operator: g.opts.Operator, Note: o.Note, Evidence: evidence, Session: g.srv.Session(), Kind: kind, KindSource: src,
@@ -88,28 +92,21 @@ func (g *Guard) checkServer(c pending.Call, anyServer bool) (json.RawMessage, er
 }
 
 // restoreArgs rebuilds the arguments of a journaled call: the stored
-// object, the operator's values for redacted fields (checked against the
-// fingerprint), and nothing else. The key argument is added by the session.
-func restoreArgs(c pending.Call, keyArg string, redacted map[string]any) (map[string]any, error) {
+// object, the operator's values for redacted fields at any depth, at the
+// same path in redacted (checked against the fingerprint), and nothing else. The key argument is added by the session.
+func restoreArgs(c pending.Call, keyArg string, redacted map[string]any, seal func(string) string) (map[string]any, error) {
 	args, err := decodeObject(c.Args)
 	if err != nil {
 		return nil, fmt.Errorf("%w: call %d has unreadable arguments: %v", ErrUnavailable, c.ID, err)
 	}
 	var missing []string
-	for k, v := range args {
-		if s, ok := v.(string); ok && s == Redacted {
-			val, ok := redacted[k]
-			if !ok {
-				missing = append(missing, k)
-				continue
-			}
-			args[k] = val
-		}
-	}
+	restoreRedacted(args, redacted, "", &missing)
 	if len(missing) > 0 {
-		return nil, badInput("call %d has redacted arguments (%s) that the journal never stored; give their values with --args", c.ID, strings.Join(missing, ", "))
+		sort.Strings(missing)
+		return nil, badInput("call %d has redacted arguments (%s) that the journal never stored; give their values with --args, "+
+			"nested as in the call (%s)", c.ID, strings.Join(missing, ", "), example(missing[0]))
 	}
-	if !sameOperation(c.Fingerprint, args, keyArg) {
+	if !sameOperation(c.Fingerprint, args, keyArg, seal) {
 		return nil, badInput("the arguments rebuilt for call %d do not match its fingerprint; check the redacted values", c.ID)
 	}
 	return args, nil
@@ -165,6 +162,11 @@ func (g *Guard) query(ctx context.Context, c pending.Call, o QueryOptions, opera
 	if err != nil {
 		return res, err
 	}
+	// The query's answer may name the call's redacted fields (an order
+	// echoing its card number): masked by the call's rules and, where this
+	// process sent the call, its values.
+	mask := g.masker(c)
+	res.Result, res.Error, o.Note = mask.json(res.Result), mask.json(res.Error), mask.text(o.Note)
 	proposal := proposalFrom(res)
 	ev := map[string]any{"tool": tool.Name, "args": args, "result": res.Result, "error": res.Error}
 	if override != nil {
@@ -353,7 +355,7 @@ func (g *Guard) handleSecond(lr mcpclient.LateResult) {
 			a = x
 		}
 	}
-	_ = g.j.RecordEvent(ctx, pending.EventSecondAnswer, c.ID, answerDetail(a.N, lr))
+	_ = g.j.RecordEvent(ctx, pending.EventSecondAnswer, c.ID, g.masker(c).detail(answerDetail(a.N, lr)))
 	if note := secondContradicts(a, lr); note != "" {
 		if err := g.j.FlagConflict(ctx, c.ID, note); err != nil {
 			g.log.Warn("flag conflict", "call", c.ID, "err", err)
@@ -474,9 +476,10 @@ func (g *Guard) handleLate(lr mcpclient.LateResult, told bool) {
 		g.log.Warn("late result matches no unknown attempt", "call", c.ID, "session", lr.Session)
 		return
 	}
+	mask := g.masker(c)
 	if lr.Class == mcpclient.AnswerUnusable || (lr.ResultJSON == nil && lr.RPCError == nil) {
 		// Not a usable answer: evidence, never an outcome (SPEC §9).
-		_ = g.j.RecordEvent(ctx, pending.EventUnusableAnswer, c.ID, answerDetail(n, lr))
+		_ = g.j.RecordEvent(ctx, pending.EventUnusableAnswer, c.ID, mask.detail(answerDetail(n, lr)))
 		return
 	}
 	var o pending.Outcome
@@ -484,7 +487,7 @@ func (g *Guard) handleLate(lr mcpclient.LateResult, told bool) {
 	case lr.RPCError != nil && lr.AfterCancel:
 		// The answer to a cancel, not to the work: evidence only.
 		detail, _ := json.Marshal(map[string]any{"attempt": n, "error": lr.RPCError, "after_cancel": true})
-		_ = g.j.RecordEvent(ctx, pending.EventLateResult, c.ID, string(detail))
+		_ = g.j.RecordEvent(ctx, pending.EventLateResult, c.ID, mask.detail(string(detail)))
 		return
 	case lr.RPCError != nil:
 		e, _ := json.Marshal(lr.RPCError)
@@ -501,7 +504,7 @@ func (g *Guard) handleLate(lr mcpclient.LateResult, told bool) {
 			// not that the work never took effect: a handler may commit and
 			// then see the cancel. Evidence only; the call stays unknown.
 			detail, _ := json.Marshal(map[string]any{"attempt": n, "result": lr.ResultJSON, "after_cancel": true})
-			_ = g.j.RecordEvent(ctx, pending.EventLateResult, c.ID, string(detail))
+			_ = g.j.RecordEvent(ctx, pending.EventLateResult, c.ID, mask.detail(string(detail)))
 			return
 		case sig.isError:
 			o = pending.Outcome{Event: pending.EventFailed, Result: lr.ResultJSON}
@@ -509,6 +512,7 @@ func (g *Guard) handleLate(lr mcpclient.LateResult, told bool) {
 			o = pending.Outcome{Event: pending.EventSucceeded, Result: lr.ResultJSON}
 		}
 	}
+	o = mask.outcome(o)
 	o.CallerToldUnknown = told
 	if err := g.j.RecordLateResult(ctx, c.ID, n, o); err != nil {
 		g.log.Warn("record late result", "call", c.ID, "err", err)

@@ -68,6 +68,7 @@ type Guard struct {
 	// an answer is kept here and recorded once the outcome is.
 	sendMu  sync.Mutex
 	sending map[string]*sendState
+	secrets redactedValues
 }
 
 // sendState is one attempt between its send and its recorded outcome.
@@ -264,9 +265,10 @@ func (g *Guard) write(ctx context.Context, tool mcp.Tool, kind pending.Kind, src
 		key = g.opts.Keys.NewKey()
 	}
 	info := g.srv.ServerInfo()
+	stored, secrets := redact(req.Args, tp.Redact, keyArg)
 	in := pending.Intent{
 		Server: serverName(info), ServerAlias: g.opts.ServerAlias, ServerIdentity: g.opts.Server.JSON(),
-		Tool: tool.Name, Kind: kind, KindSource: src, Key: key, Args: redact(req.Args, tp.Redact, keyArg),
+		Tool: tool.Name, Kind: kind, KindSource: src, Key: key, Args: stored, Redacted: secrets,
 		Fingerprint: Fingerprint(req.Args, keyArg), LegacyFingerprint: legacyFingerprint(req.Args, keyArg),
 		Session: g.srv.Session(), Hold: !req.New, LateHold: g.opts.Policy.lateHold(),
 	}
@@ -288,6 +290,7 @@ func (g *Guard) write(ctx context.Context, tool mcp.Tool, kind pending.Kind, src
 	case err != nil:
 		return Result{}, journalErr(err)
 	}
+	g.secrets.remember(sendingKey(tool.Name, key), secrets)
 	return g.send(ctx, call, 1, "", tool, keyArg, req.Args, req.OnProgress)
 }
 
@@ -324,21 +327,13 @@ func (g *Guard) existingKey(ctx context.Context, e *pending.KeyExistsError, args
 	if err != nil {
 		return Result{}, journalErr(err)
 	}
-	if !sameOperation(e.Fingerprint, args, keyArg) {
+	if !sameOperation(e.Fingerprint, args, keyArg, g.j.Seal) {
+		// Compared as both are stored, so that a redacted value is never
+		// named as what differs (it would say what the stored one is not).
 		stored, _ := decodeObject(c.Args)
-		visible := map[string]any{}
-		for k, v := range args {
-			if k != keyArg {
-				visible[k] = v
-			}
-		}
-		var fields []string
-		for _, f := range differingFields(stored, visible) {
-			if s, _ := stored[f].(string); s != Redacted {
-				fields = append(fields, f)
-			}
-		}
-		return Result{}, &KeyReuseError{CallID: c.ID, Fields: fields}
+		raw, _ := redact(args, g.opts.Policy.tool(c.Tool).Redact, keyArg)
+		visible, _ := decodeObject(raw)
+		return Result{}, &KeyReuseError{CallID: c.ID, Fields: differingFields(stored, visible)}
 	}
 	switch c.State {
 	case pending.StateSucceeded:
@@ -377,6 +372,8 @@ func (g *Guard) send(ctx context.Context, call pending.Call, n int, prior pendin
 		},
 	})
 	o, replayed := outcomeOf(out)
+	mask := g.masker(call)
+	o = mask.outcome(o)
 	if out.Kind == mcpclient.OutcomeNotSent && prior == pending.StateUnknown {
 		// A retry that never left teaches nothing: an earlier attempt may
 		// still have taken effect, so the call goes back to unknown. As
@@ -420,8 +417,8 @@ func (g *Guard) send(ctx context.Context, call pending.Call, n int, prior pendin
 	}
 	if out.Why != "" {
 		// Not a usable answer: the call is unknown, the bytes are evidence.
-		_ = g.j.RecordEvent(rctx, pending.EventUnusableAnswer, call.ID, answerDetail(n, mcpclient.LateResult{
-			Class: mcpclient.AnswerUnusable, Raw: out.Raw, RawTruncated: out.RawTruncated, Why: out.Why}))
+		_ = g.j.RecordEvent(rctx, pending.EventUnusableAnswer, call.ID, mask.detail(answerDetail(n, mcpclient.LateResult{
+			Class: mcpclient.AnswerUnusable, Raw: out.Raw, RawTruncated: out.RawTruncated, Why: out.Why})))
 	}
 	final, err := g.j.Get(rctx, call.ID)
 	if err != nil {

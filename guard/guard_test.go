@@ -152,7 +152,7 @@ timeout = "4s"
 	if c.Kind != pending.KindWrite || c.KindSource != pending.KindFromAnnotation || c.Server != "demo-orders" || c.Key != res.Key {
 		t.Errorf("call %+v", c)
 	}
-	if string(c.Args) != `{"buyer":"alice","item":"widget","quantity":2}` || c.Fingerprint != Fingerprint(order(2), "idempotency_key") {
+	if string(c.Args) != `{"buyer":"alice","item":"widget","quantity":2}` || c.Fingerprint != h.j.Seal(Fingerprint(order(2), "idempotency_key")) {
 		t.Errorf("stored args %s fingerprint %s", c.Args, c.Fingerprint)
 	}
 	if a := c.Attempts[0]; a.Outcome != pending.OutcomeSucceeded || a.Session != 1 || a.RPCID == "" || string(a.Result) == "" {

@@ -111,34 +111,21 @@ func Fingerprint(args map[string]any, keyArg string) string {
 const fingerprintPrefix = "c1:"
 
 // sameOperation reports whether args are those a stored fingerprint was
-// made of, in whichever form it was stored.
-func sameOperation(stored string, args map[string]any, keyArg string) bool {
-	if strings.HasPrefix(stored, fingerprintPrefix) {
-		return stored == Fingerprint(args, keyArg)
+// made of, in whichever form it was stored: sealed by the journal (seal is
+// its Journal.Seal; the usual form) or, in a journal not yet sealed, bare.
+func sameOperation(stored string, args map[string]any, keyArg string, seal func(string) string) bool {
+	fp, legacy := Fingerprint(args, keyArg), legacyFingerprint(args, keyArg)
+	switch {
+	case strings.HasPrefix(stored, sealedPrefix):
+		return stored == seal(fp) || stored == seal(legacy)
+	case strings.HasPrefix(stored, fingerprintPrefix):
+		return stored == fp
 	}
-	return stored == legacyFingerprint(args, keyArg)
+	return stored == legacy
 }
 
-// Redacted is the mask stored in place of a redacted argument.
-const Redacted = "[redacted]"
-
-// redact returns the arguments as the journal stores them: redacted fields
-// masked, the key argument left out (the call's key is stored on its own).
-func redact(args map[string]any, fields []string, keyArg string) json.RawMessage {
-	out := make(map[string]any, len(args))
-	for k, v := range args {
-		if k != keyArg {
-			out[k] = v
-		}
-	}
-	for _, f := range fields {
-		if _, ok := out[f]; ok {
-			out[f] = Redacted
-		}
-	}
-	b, _ := json.Marshal(out)
-	return b
-}
+// sealedPrefix marks a fingerprint the journal keyed (pending.Journal.Seal).
+const sealedPrefix = "h1:"
 
 // differingFields names the top-level fields whose values differ.
 func differingFields(a, b map[string]any) []string {

@@ -44,7 +44,7 @@ type ToolPolicy struct {
 	KeyArg      string         `toml:"key_arg"`
 	QueryTool   string         `toml:"query_tool"`
 	QueryArgs   map[string]any `toml:"query_args"`
-	Redact      []string       `toml:"redact"`
+	Redact      []string       `toml:"redact"`       // field names (any depth) or dotted paths (guard/redact.go)
 	AutoResolve bool           `toml:"auto_resolve"` // mark applied on its own when the query finds a definite match
 }
 
@@ -120,6 +120,11 @@ func ParsePolicy(text, name string) (*Policy, error) {
 		t := p.Tools[n]
 		if t.Kind != "" && t.Kind != "read" && t.Kind != "write" {
 			return nil, fmt.Errorf("%w %s: tools.%s.kind is %q; use \"write\" or \"read\"", ErrPolicy, name, n, t.Kind)
+		}
+		for _, f := range t.Redact {
+			if err := checkRedact(f); err != nil {
+				return nil, fmt.Errorf("%w %s: tools.%s.redact: %v", ErrPolicy, name, n, err)
+			}
 		}
 		if t.QueryTool == "" && len(t.QueryArgs) > 0 {
 			return nil, fmt.Errorf("%w %s: tools.%s has query_args without query_tool", ErrPolicy, name, n)

@@ -34,6 +34,10 @@ func TestMain(m *testing.M) {
 		childClassify(os.Getenv("PENDING_DB"))
 	case "keys":
 		childKeys(os.Getenv("PENDING_DB"))
+	case "hold":
+		childHold(os.Getenv("PENDING_DB"))
+	case "seal":
+		childSeal(os.Getenv("PENDING_DB"))
 	}
 }
 

@@ -94,6 +94,7 @@ type Journal struct {
 	owner    *ownerLock
 	files    fileIDs // the file and WAL Open found; checked before each commit
 	broken   error   // ErrJournalReplaced once found; writer goroutine, then Close
+	secret   []byte  // fingerprint key (secret.go); nil when read-only
 
 	recovered []int64    // calls turned unknown by recovery on open
 	noteMu    sync.Mutex // guards noteOff (see unrecorded.go)
@@ -167,6 +168,9 @@ func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
 		return refuse("set WAL mode: ", err)
 	}
 	if err := j.migrate(ctx); err != nil {
+		return refuse("", err)
+	}
+	if err := j.bindSecret(ctx); err != nil {
 		return refuse("", err)
 	}
 	if j.files, err = statFiles(path); err != nil {

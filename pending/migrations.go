@@ -22,7 +22,7 @@ CREATE TABLE calls (
 	kind_source   TEXT    NOT NULL CHECK (kind_source IN ('policy', 'annotation', 'default')),
 	key           TEXT    NOT NULL,               -- idempotency key, fixed for the call's life
 	args          TEXT    NOT NULL,               -- JSON object, redacted fields masked
-	fingerprint   TEXT    NOT NULL,               -- SHA-256 of the canonical, unredacted arguments
+	fingerprint   TEXT    NOT NULL,               -- of the unredacted arguments; from schema 4 keyed (h1:, pending/secret.go)
 	state         TEXT    NOT NULL CHECK (state IN ('in_flight', 'succeeded', 'failed', 'unknown', 'applied', 'abandoned')),
 	reason        TEXT    NOT NULL DEFAULT '',    -- why it is unknown / failed
 	owner         TEXT    NOT NULL DEFAULT '',    -- process holding it in flight (see owners.go)
@@ -143,5 +143,14 @@ CREATE TRIGGER decisions_append_only BEFORE UPDATE ON decisions
 BEGIN SELECT RAISE(ABORT, 'decisions are append-only'); END;
 CREATE TRIGGER decisions_never_deleted BEFORE DELETE ON decisions
 BEGIN SELECT RAISE(ABORT, 'decisions are append-only'); END;
+`,
+	// 4: the fingerprint is keyed (pending/secret.go). meta holds the check
+	// value of the journal's secret; the first writing open after this
+	// migration seals the fingerprints stored before it. A call keeps the
+	// seals of the values redaction took out of its arguments, so that any
+	// process can mask them in what the server says later.
+	`
+CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+ALTER TABLE calls ADD COLUMN redacted_seals TEXT NOT NULL DEFAULT '';  -- space-separated seals (Journal.SealValue) of the redacted values
 `,
 }

@@ -19,19 +19,20 @@ func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
 func parseTime(s string) (time.Time, error) { return time.Parse(timeFormat, s) }
 
 const callColumns = `id, state, reason, server, server_alias, server_identity, tool, kind, kind_source, key, args,
-	fingerprint, created_at, updated_at, conflict, conflict_note, proposal, owner, late_settled_at, acked_at,
+	fingerprint, created_at, updated_at, conflict, conflict_note, proposal, owner, late_settled_at, acked_at, redacted_seals,
 	(SELECT count(*) FROM attempts a WHERE a.call_id = calls.id)`
 
 type scanner interface{ Scan(dest ...any) error }
 
 func scanCall(s scanner) (Call, error) {
 	var c Call
-	var args, identity, created, updated, lateAt, ackedAt string
+	var args, identity, created, updated, lateAt, ackedAt, seals string
 	if err := s.Scan(&c.ID, &c.State, &c.Reason, &c.Server, &c.ServerAlias, &identity, &c.Tool, &c.Kind, &c.KindSource,
 		&c.Key, &args, &c.Fingerprint, &created, &updated, &c.Conflict, &c.ConflictNote, &c.Proposal, &c.Owner,
-		&lateAt, &ackedAt, &c.AttemptCount); err != nil {
+		&lateAt, &ackedAt, &seals, &c.AttemptCount); err != nil {
 		return Call{}, err
 	}
+	c.RedactedSeals = strings.Fields(seals)
 	c.Args = json.RawMessage(args)
 	if identity != "" {
 		c.ServerIdentity = json.RawMessage(identity)

@@ -33,6 +33,9 @@ type Call struct {
 	LateSettledAt *time.Time `json:"late_settled_at,omitempty"`
 	AckedAt       *time.Time `json:"acked_at,omitempty"`
 	Owner         string     `json:"-"`
+	// RedactedSeals are the seals of the values redaction took out of the
+	// arguments (Journal.RedactedValue tells them); never the values.
+	RedactedSeals []string   `json:"-"`
 	Attempts      []Attempt  `json:"attempts,omitempty"`
 	Decisions     []Decision `json:"decisions,omitempty"`
 	// AttemptCount is filled by List, which leaves Attempts out.

@@ -19,7 +19,12 @@ type Intent struct {
 	KindSource  KindSource
 	Key         string
 	Args        json.RawMessage // JSON object, already redacted
-	Fingerprint string          // of the unredacted arguments
+	// Fingerprint is of the unredacted arguments; the journal stores and
+	// compares it sealed (Journal.Seal), never as given.
+	Fingerprint string
+	// Redacted are the values redaction took out of Args; the journal keeps
+	// only their seals (Journal.RedactedValue), never the values.
+	Redacted []string
 	// LegacyFingerprint, when set, is the same arguments' fingerprint as an
 	// older mcp-confirm wrote it: the hold also matches calls recorded
 	// before an upgrade changed the form.
@@ -82,6 +87,11 @@ func (j *Journal) RecordIntent(ctx context.Context, in Intent) (Call, error) {
 	if err := in.validate(); err != nil {
 		return Call{}, err
 	}
+	seals := j.sealValues(in.Redacted)
+	in.Fingerprint = j.Seal(in.Fingerprint)
+	if in.LegacyFingerprint != "" {
+		in.LegacyFingerprint = j.Seal(in.LegacyFingerprint)
+	}
 	now := j.now().UTC()
 	ts := formatTime(now)
 	var id int64
@@ -103,10 +113,10 @@ func (j *Journal) RecordIntent(ctx context.Context, in Intent) (Call, error) {
 			}
 		}
 		res, err := j.exec(ctx, c, `INSERT INTO calls (server, server_alias, server_identity, tool, kind, kind_source,
-			key, args, fingerprint, state, owner, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'in_flight', ?, ?, ?)`,
+			key, args, fingerprint, redacted_seals, state, owner, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'in_flight', ?, ?, ?)`,
 			in.Server, in.ServerAlias, string(in.ServerIdentity), in.Tool, in.Kind, in.KindSource, in.Key,
-			string(in.Args), in.Fingerprint, j.owner.id, ts, ts)
+			string(in.Args), in.Fingerprint, strings.Join(seals, " "), j.owner.id, ts, ts)
 		if err != nil {
 			return err
 		}
@@ -124,7 +134,7 @@ func (j *Journal) RecordIntent(ctx context.Context, in Intent) (Call, error) {
 		ID: id, State: StateInFlight, Server: in.Server, ServerAlias: in.ServerAlias, ServerIdentity: in.ServerIdentity,
 		Tool: in.Tool,
 		Kind: in.Kind, KindSource: in.KindSource, Key: in.Key, Args: in.Args, Fingerprint: in.Fingerprint,
-		CreatedAt: now, UpdatedAt: now, Owner: j.owner.id, AttemptCount: 1,
+		RedactedSeals: seals, CreatedAt: now, UpdatedAt: now, Owner: j.owner.id, AttemptCount: 1,
 		Attempts: []Attempt{{N: 1, Session: in.Session, SentAt: now, Outcome: OutcomePending}},
 	}, nil
 }

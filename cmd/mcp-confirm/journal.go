@@ -52,6 +52,9 @@ func openHint(err error, path string) string {
 		return "nothing was changed"
 	case errors.Is(err, pending.ErrNotOwned), errors.Is(err, pending.ErrTooOpen):
 		return "nothing was read or written; mcp-confirm keeps the journal's files as ssh keeps its keys"
+	case errors.Is(err, pending.ErrSecretMissing), errors.Is(err, pending.ErrSecretMismatch):
+		return "put the journal's own .secret file (named above) back beside it, from where the journal was backed up; " +
+			"nothing was sent, and read commands (list, show, export) still work without it"
 	case errors.Is(err, pending.ErrNotJournal):
 		return "this file is not an mcp-confirm journal; pass the journal's path with --db"
 	case errors.Is(err, pending.ErrNewerSchema):
