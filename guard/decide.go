@@ -58,13 +58,13 @@ func (g *Guard) Retry(ctx context.Context, id int64, o RetryOptions) (Result, er
 	_, secrets := redact(args, g.opts.Policy.tool(tool.Name).Redact, keyArg)
 	g.secrets.remember(sendingKey(tool.Name, c.Key), secrets)
 	kind, src := g.Classify(tool)
-	call, attempt, err := g.j.Retry(ctx, id, pending.RetryInput{
+	call, at, err := g.j.Retry(ctx, id, pending.RetryInput{
 		Operator: g.opts.Operator, Note: o.Note, Evidence: evidence, Session: g.srv.Session(), Kind: kind, KindSource: src,
 	})
 	if err != nil {
 		return Result{}, journalErr(err)
 	}
-	return g.send(ctx, call, attempt.N, c.State, tool, keyArg, args, o.OnProgress)
+	return g.send(ctx, &attempt{call: call, n: at.N, prior: c.State, tool: tool, keyArg: keyArg, args: args, onProgress: o.OnProgress})
 }
 
 // checkServer refuses a call made on another server unless overridden:

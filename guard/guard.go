@@ -291,7 +291,7 @@ func (g *Guard) write(ctx context.Context, tool mcp.Tool, kind pending.Kind, src
 		return Result{}, journalErr(err)
 	}
 	g.secrets.remember(sendingKey(tool.Name, key), secrets)
-	return g.send(ctx, call, 1, "", tool, keyArg, req.Args, req.OnProgress)
+	return g.send(ctx, &attempt{call: call, n: 1, tool: tool, keyArg: keyArg, args: req.Args, onProgress: req.OnProgress})
 }
 
 // lateSettled answers an identical call held by one that settled late: the
@@ -353,15 +353,48 @@ func serverName(info mcpclient.ServerInfo) string {
 	return info.Name
 }
 
-// send makes attempt n of a call whose intent (or retry decision) is
+// attempt is one send of a write, from its durable intent (or retry
+// decision) to its recorded outcome, threaded through send's three steps.
+type attempt struct {
+	call       pending.Call
+	n          int
+	prior      pending.State // the call's state before a retry; "" for a new call
+	tool       mcp.Tool
+	keyArg     string
+	args       map[string]any
+	onProgress func(mcpclient.Progress)
+
+	// Set by transmit.
+	out      mcpclient.Outcome // what the session saw
+	outcome  pending.Outcome   // what the journal records (masked)
+	replayed bool
+	mask     masker
+	settled  func() []mcpclient.LateResult // see startSending
+}
+
+// send makes attempt a of a call whose intent (or retry decision) is
 // already durable, and records how it ended. It is the only function that
-// sends a write, and it sends exactly once.
-// prior is the call's state before a retry ("" for a new call).
-func (g *Guard) send(ctx context.Context, call pending.Call, n int, prior pending.State, tool mcp.Tool, keyArg string, args map[string]any, onProgress func(mcpclient.Progress)) (Result, error) {
-	idle, total := g.opts.Policy.clocks(tool.Name, g.opts.WriteTimeout)
-	st, settled := g.startSending(tool.Name, call.Key)
-	out := g.srv.Call(ctx, tool.Name, args, mcpclient.CallOptions{
-		Key: call.Key, KeyArg: keyArg, IdleTimeout: idle, MaxTotal: total, OnProgress: onProgress,
+// sends a write, and it sends exactly once: transmit hands the request to
+// the session once; record and settle only write the journal and read it.
+func (g *Guard) send(ctx context.Context, a *attempt) (Result, error) {
+	g.transmit(ctx, a)
+	// The outcome is recorded even if the caller's context has ended: the
+	// journal must not keep an attempt open that this process knows ended.
+	rctx := context.WithoutCancel(ctx)
+	if err := g.record(rctx, a); err != nil {
+		return g.unrecorded(a, err)
+	}
+	return g.settle(rctx, a)
+}
+
+// transmit sends the request, once, and turns what the session saw into
+// the outcome the journal will record.
+func (g *Guard) transmit(ctx context.Context, a *attempt) {
+	idle, total := g.opts.Policy.clocks(a.tool.Name, g.opts.WriteTimeout)
+	st, settled := g.startSending(a.tool.Name, a.call.Key)
+	a.settled = settled
+	a.out = g.srv.Call(ctx, a.tool.Name, a.args, mcpclient.CallOptions{
+		Key: a.call.Key, KeyArg: a.keyArg, IdleTimeout: idle, MaxTotal: total, OnProgress: a.onProgress,
 		OnSent: func(session int, rpcID string) {
 			g.sendMu.Lock()
 			st.ids[wireID(session, rpcID)] = true
@@ -371,10 +404,10 @@ func (g *Guard) send(ctx context.Context, call pending.Call, n int, prior pendin
 			g.sendMu.Unlock()
 		},
 	})
-	o, replayed := outcomeOf(out)
-	mask := g.masker(call)
-	o = mask.outcome(o)
-	if out.Kind == mcpclient.OutcomeNotSent && prior == pending.StateUnknown {
+	a.mask = g.masker(a.call)
+	o, replayed := outcomeOf(a.out)
+	o = a.mask.outcome(o)
+	if a.out.Kind == mcpclient.OutcomeNotSent && a.prior == pending.StateUnknown {
 		// A retry that never left teaches nothing: an earlier attempt may
 		// still have taken effect, so the call goes back to unknown. As
 		// "failed" it would claim the server had answered, and it could no
@@ -384,60 +417,61 @@ func (g *Guard) send(ctx context.Context, call pending.Call, n int, prior pendin
 	// Where the request went (its first id, and the session it really went
 	// out on) is stored with the outcome, not in a write of its own.
 	g.sendMu.Lock()
-	o.RPCID, o.Session = st.first, out.Session
+	o.RPCID, o.Session = st.first, a.out.Session
 	g.sendMu.Unlock()
-	// The outcome is recorded even if the caller's context has ended: the
-	// journal must not keep an attempt open that this process knows ended.
-	rctx := context.WithoutCancel(ctx)
-	err := g.j.RecordOutcome(rctx, call.ID, n, o)
+	a.outcome, a.replayed = o, replayed
+}
+
+// record journals the attempt's outcome, then the late answers that came
+// for it while it was out.
+func (g *Guard) record(ctx context.Context, a *attempt) error {
+	err := g.j.RecordOutcome(ctx, a.call.ID, a.n, a.outcome)
 	if errors.Is(err, pending.ErrAttemptEnded) {
 		// Another process recovered this attempt as unknown while it was
 		// out (its owner looked dead to it). The answer is still the
 		// server's answer: it is recorded as a late one, never dropped.
-		err = g.recordOverRecovered(rctx, call.ID, n, o)
+		err = g.recordOverRecovered(ctx, a.call.ID, a.n, a.outcome)
 	}
-	for _, lr := range settled() {
+	for _, lr := range a.settled() {
 		g.handleLate(lr, false)
 	}
-	if err != nil {
-		if out.Kind == mcpclient.OutcomeNotSent {
-			return Result{}, journalErr(err)
-		}
-		// Sent, outcome not journaled: unknown to everyone, never "not sent";
-		// what the server said still reaches the caller.
-		nr := &OutcomeNotRecordedError{CallID: call.ID, Err: err, Event: o.Event, Result: out.ResultJSON}
-		if out.RPCError != nil {
-			nr.RPCErr, _ = json.Marshal(out.RPCError)
-		}
-		g.j.NoteUnrecorded(call.ID, err)
-		return Result{Call: call, State: pending.StateUnknown, Key: call.Key, Result: nr.Result, Error: nr.RPCErr}, nr
+	return err
+}
+
+// unrecorded answers an attempt whose outcome the journal did not take.
+func (g *Guard) unrecorded(a *attempt, err error) (Result, error) {
+	if a.out.Kind == mcpclient.OutcomeNotSent {
+		return Result{}, journalErr(err)
 	}
-	if replayed {
-		_ = g.j.RecordEvent(rctx, pending.EventDedupeHit, call.ID, "server replayed a stored result")
+	// Sent, outcome not journaled: unknown to everyone, never "not sent";
+	// what the server said still reaches the caller.
+	nr := &OutcomeNotRecordedError{CallID: a.call.ID, Err: err, Event: a.outcome.Event, Result: a.out.ResultJSON}
+	if a.out.RPCError != nil {
+		nr.RPCErr, _ = json.Marshal(a.out.RPCError)
 	}
-	if out.Why != "" {
+	g.j.NoteUnrecorded(a.call.ID, err)
+	return Result{Call: a.call, State: pending.StateUnknown, Key: a.call.Key, Result: nr.Result, Error: nr.RPCErr}, nr
+}
+
+// settle keeps the attempt's evidence and builds what the caller is told;
+// an unknown call gets its automatic query.
+func (g *Guard) settle(ctx context.Context, a *attempt) (Result, error) {
+	id := a.call.ID
+	if a.replayed {
+		_ = g.j.RecordEvent(ctx, pending.EventDedupeHit, id, "server replayed a stored result")
+	}
+	if a.out.Why != "" {
 		// Not a usable answer: the call is unknown, the bytes are evidence.
-		_ = g.j.RecordEvent(rctx, pending.EventUnusableAnswer, call.ID, mask.detail(answerDetail(n, mcpclient.LateResult{
-			Class: mcpclient.AnswerUnusable, Raw: out.Raw, RawTruncated: out.RawTruncated, Why: out.Why})))
+		_ = g.j.RecordEvent(ctx, pending.EventUnusableAnswer, id, a.mask.detail(answerDetail(a.n, mcpclient.LateResult{
+			Class: mcpclient.AnswerUnusable, Raw: a.out.Raw, RawTruncated: a.out.RawTruncated, Why: a.out.Why})))
 	}
-	final, err := g.j.Get(rctx, call.ID)
-	if err != nil {
-		// The outcome is recorded; only reading it back failed. Report the
-		// state it was recorded as, never an error that reads "not sent".
-		final = call
-		final.State, _ = pending.Transition(pending.StateInFlight, o.Event)
-		final.Reason = o.Reason
+	res := g.resultOf(ctx, a)
+	if a.out.Kind == mcpclient.OutcomeNotSent {
+		return res, unavailable(fmt.Errorf("call %d was not sent: %w", id, a.out.Err))
 	}
-	res := Result{Call: final, State: final.State, Key: call.Key, Result: out.ResultJSON, Replayed: replayed}
-	if out.RPCError != nil {
-		res.Error, _ = json.Marshal(out.RPCError)
-	}
-	if out.Kind == mcpclient.OutcomeNotSent {
-		return res, unavailable(fmt.Errorf("call %d was not sent: %w", call.ID, out.Err))
-	}
-	if final.State == pending.StateUnknown {
-		g.autoQuery(rctx, final)
-		if c, err := g.j.Get(rctx, call.ID); err == nil {
+	if res.State == pending.StateUnknown {
+		g.autoQuery(ctx, res.Call)
+		if c, err := g.j.Get(ctx, id); err == nil {
 			res.Call, res.State = c, c.State
 		}
 	}
@@ -446,13 +480,30 @@ func (g *Guard) send(ctx context.Context, call pending.Call, n int, prior pendin
 	// the result is that answer: a succeeded or failed call returned without
 	// its result reads as "no answer" to the caller (the proxy turns that
 	// into an error, which a model may well resend as a new call).
-	for _, a := range res.Call.Attempts {
-		if a.N == n && a.Late && res.State != pending.StateUnknown {
-			res.Result, res.Error = a.Result, a.Error
-			res.Replayed = readSignals(a.Result).replayed
+	for _, at := range res.Call.Attempts {
+		if at.N == a.n && at.Late && res.State != pending.StateUnknown {
+			res.Result, res.Error = at.Result, at.Error
+			res.Replayed = readSignals(at.Result).replayed
 		}
 	}
 	return res, nil
+}
+
+// resultOf is the call as recorded, with what the server said.
+func (g *Guard) resultOf(ctx context.Context, a *attempt) Result {
+	final, err := g.j.Get(ctx, a.call.ID)
+	if err != nil {
+		// The outcome is recorded; only reading it back failed. Report the
+		// state it was recorded as, never an error that reads "not sent".
+		final = a.call
+		final.State, _ = pending.Transition(pending.StateInFlight, a.outcome.Event)
+		final.Reason = a.outcome.Reason
+	}
+	res := Result{Call: final, State: final.State, Key: a.call.Key, Result: a.out.ResultJSON, Replayed: a.replayed}
+	if a.out.RPCError != nil {
+		res.Error, _ = json.Marshal(a.out.RPCError)
+	}
+	return res
 }
 
 // recordOverRecovered keeps an attempt's answer when the attempt was ended
