@@ -90,7 +90,12 @@ type Journal struct {
 	wdb      *sql.DB // the single writer connection's pool
 	wconn    *sql.Conn
 	writes   chan *writeReq
-	done     chan struct{}
+	done     chan struct{} // closed by the writer goroutine when it has ended
+	// closeMu guards closed and the closing of writes: write sends under
+	// the read lock, Close closes under the write lock, so no send ever
+	// meets a closed channel and a second Close finds closed set.
+	closeMu sync.RWMutex
+	closed  bool
 	owner    *ownerLock
 	files    fileIDs // the file and WAL Open found; checked before each commit
 	broken   error   // ErrJournalReplaced once found; writer goroutine, then Close
@@ -320,22 +325,23 @@ func (j *Journal) Recovered() []int64 { return j.recovered }
 // Close stops the writer after it has committed everything queued, and
 // releases this process's owner lock. In-flight calls of this owner stay
 // in_flight in the file until the next Open anywhere recovers them; callers
-// (guard) end their attempts before closing.
+// (guard) end their attempts before closing. Close may be called more than
+// once and from several goroutines: the first closes; the others return
+// nil once the writer has stopped. A write after Close is ErrClosed.
 func (j *Journal) Close() error {
-	if j.readOnly {
-		if j.read == nil {
-			return nil
-		}
-		err := j.closeHandles()
-		j.read = nil
-		return err
+	j.closeMu.Lock()
+	if j.closed {
+		j.closeMu.Unlock()
+		<-j.done
+		return nil // closed already, or being closed by another call
 	}
-	select {
-	case <-j.done:
-		return nil
-	default:
+	j.closed = true
+	if j.readOnly {
+		defer j.closeMu.Unlock()
+		return j.closeHandles()
 	}
 	close(j.writes)
+	j.closeMu.Unlock()
 	<-j.done
 	if j.broken == nil {
 		j.broken = j.files.check(j.path)

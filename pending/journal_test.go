@@ -368,3 +368,33 @@ func TestIsBusyKnowsSQLiteBusy(t *testing.T) {
 		t.Fatal("isBusy said busy for an error that is not SQLite's")
 	}
 }
+
+// Close is idempotent and safe from several goroutines at once, also
+// while writes are being made: each write commits or returns ErrClosed,
+// none panics or waits for ever.
+func TestCloseConcurrentWithWrites(t *testing.T) {
+	for round := range 20 {
+		j, err := Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := make(chan error, 16)
+		for i := range 8 {
+			go func() {
+				_, err := j.RecordIntent(context.Background(), intent("create_order", fmt.Sprintf(`{"r":%d,"i":%d}`, round, i)))
+				errs <- err
+			}()
+		}
+		for range 4 {
+			go func() { errs <- j.Close() }()
+		}
+		for range 12 {
+			if err := <-errs; err != nil && !errors.Is(err, ErrClosed) {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		if _, err := j.RecordIntent(context.Background(), intent("create_order", `{}`)); !errors.Is(err, ErrClosed) {
+			t.Fatalf("write after Close: %v, want ErrClosed", err)
+		}
+	}
+}

@@ -32,7 +32,7 @@ const maxBatch = 256
 // write queues fn and waits for its batch to commit. Once queued, fn is
 // waited for even if ctx ends, so a caller never walks away from a row that
 // may yet be committed.
-func (j *Journal) write(ctx context.Context, sync durability, fn func(ctx context.Context, c *sql.Conn) error) (err error) {
+func (j *Journal) write(ctx context.Context, sync durability, fn func(ctx context.Context, c *sql.Conn) error) error {
 	if j.readOnly {
 		return ErrWriteReadOnly
 	}
@@ -40,12 +40,13 @@ func (j *Journal) write(ctx context.Context, sync durability, fn func(ctx contex
 		return err
 	}
 	req := &writeReq{sync: sync, fn: fn, done: make(chan error, 1)}
-	defer func() {
-		if recover() != nil { // send on closed channel: the journal is closed
-			err = ErrClosed
-		}
-	}()
-	j.writes <- req
+	j.closeMu.RLock()
+	if j.closed {
+		j.closeMu.RUnlock()
+		return ErrClosed
+	}
+	j.writes <- req // never closed while a reader lock is held
+	j.closeMu.RUnlock()
 	return <-req.done
 }
 
