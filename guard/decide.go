@@ -36,7 +36,7 @@ func (g *Guard) Retry(ctx context.Context, id int64, o RetryOptions) (Result, er
 	if err != nil {
 		return Result{}, journalErr(err)
 	}
-	if c.State != pending.StateUnknown && c.State != pending.StateFailed {
+	if !c.State.Allows(pending.EventRetry) {
 		return Result{Call: c, State: c.State, Key: c.Key}, fmt.Errorf("%w: call %d is %s; only unknown or failed calls can be retried", ErrNotAllowed, id, c.State)
 	}
 	if c.Kind == pending.KindRead {

@@ -76,6 +76,14 @@ var transitions = map[State]map[Event]State{
 	},
 }
 
+// Allows reports whether ev may happen to a call in state s: the console
+// enables its keys, and the guard its decisions, by this (read from the
+// same table as Transition), never by a list of states of their own.
+func (s State) Allows(ev Event) bool {
+	_, ok := transitions[s][ev]
+	return ok
+}
+
 // Transition returns the state after ev, or a *TransitionError. It is a
 // pure function: the journal calls it inside the transaction that writes
 // the new state, so nothing changes when it refuses.

@@ -88,3 +88,18 @@ func FuzzTransition(f *testing.F) {
 		}
 	})
 }
+
+// Allows agrees with Transition for every state and event.
+func TestAllowsAgreesWithTransition(t *testing.T) {
+	for _, s := range States {
+		for _, ev := range []Event{EventSucceeded, EventFailed, EventLost, EventRetry, EventMark, EventAbandon} {
+			_, err := Transition(s, ev)
+			if got, want := s.Allows(ev), err == nil; got != want {
+				t.Errorf("%s.Allows(%s) = %v, Transition says %v", s, ev, got, want)
+			}
+		}
+	}
+	if !StateUnknown.Allows(EventRetry) || !StateFailed.Allows(EventRetry) || StateSucceeded.Allows(EventRetry) || StateFailed.Allows(EventAbandon) {
+		t.Error("Allows does not say SPEC §3's retry and abandon rules")
+	}
+}
