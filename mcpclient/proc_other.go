@@ -2,7 +2,10 @@
 
 package mcpclient
 
-import "os/exec"
+import (
+	"os"
+	"os/exec"
+)
 
 func ownProcessGroup(*exec.Cmd) {}
 
@@ -14,3 +17,7 @@ func kill(cmd *exec.Cmd) {
 		_ = cmd.Process.Kill()
 	}
 }
+
+// sweep reads nothing here: settleStderr, finding no read deadline on a
+// pipe the runtime does not poll, waits for EOF instead.
+func sweep(*os.File, []byte, func([]byte)) (eof bool) { return false }

@@ -50,12 +50,16 @@ type session struct {
 	readerEOF  chan struct{}
 	stdinBad   chan struct{}
 	stopReq    chan struct{}
-	stderrDone chan struct{}
-	lateDone   chan struct{}
-	causeSet   chan struct{} // goneCause and exitedFirst are final
-	done       chan struct{} // reaped, pipes closed, goroutines gone
+	stderrDone chan struct{} // drainStderr returned: EOF, or our end closed
+	// Everything the child wrote on stderr is in the tail: closed by
+	// drainStderr at EOF or, after settleStderr, once the pipe is empty.
+	stderrSettled chan struct{}
+	lateDone      chan struct{}
+	causeSet      chan struct{} // goneCause and exitedFirst are final
+	done          chan struct{} // reaped, pipes closed, goroutines gone
 
 	eofOnce, badOnce, stopOnce sync.Once
+	settleOnce, settledOnce    sync.Once
 
 	// goneCtx ends when the session is lost: running calls are failed and the
 	// handshake, if still running, gives up.
@@ -114,6 +118,8 @@ func spawn(spec ServerSpec, n int, tokenPrefix string, opts *Options, decl *decl
 		lateDone:   make(chan struct{}),
 		causeSet:   make(chan struct{}),
 		done:       make(chan struct{}),
+
+		stderrSettled: make(chan struct{}),
 	}
 	s.goneCtx, s.goneStop = context.WithCancel(context.Background())
 	s.tap = newTap(n, s.late)
@@ -123,7 +129,7 @@ func spawn(spec ServerSpec, n int, tokenPrefix string, opts *Options, decl *decl
 		close(s.exited)
 	}()
 	go func() {
-		s.tail.drain(errR)
+		s.drainStderr()
 		close(s.stderrDone)
 	}()
 	go func() {
@@ -219,6 +225,11 @@ func (s *session) monitor() {
 		// A closed pipe is usually the first sign of a dying process.
 		exitedFirst, cause = true, "the server exited"
 	}
+	if exitedFirst {
+		// Its last words are usually why it died: in the tail before the
+		// description is final.
+		s.settleStderr()
+	}
 	s.mu.Lock()
 	s.goneCause, s.exitedFirst = cause, exitedFirst
 	s.mu.Unlock()
@@ -247,6 +258,11 @@ func (s *session) stopProcess() {
 				s.opts.Logger.Error("mcp server did not die after SIGKILL", "session", s.n, "pid", s.cmd.Process.Pid)
 			}
 		}
+	}
+	select {
+	case <-s.exited:
+		s.settleStderr()
+	default:
 	}
 	// A grandchild (the server behind npx, say) may still hold the pipes.
 	select {
@@ -277,12 +293,60 @@ func (s *session) waitExit(d time.Duration) bool {
 	}
 }
 
-// lostError describes why a session ended, for Outcome.Err and Tools.
-func (s *session) lostError() error {
-	select {
-	case <-s.causeSet:
-	case <-time.After(2 * drainGrace):
+// drainStderr reads the child's stderr into the tail until EOF, or until
+// stopProcess closes our end because a grandchild still holds the pipe. It is
+// the pipe's only reader, so the tail keeps the order of the bytes.
+func (s *session) drainStderr() {
+	defer s.settledOnce.Do(func() { close(s.stderrSettled) })
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := s.stderr.Read(buf)
+		if n > 0 {
+			s.tail.write(buf[:n])
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			// settleStderr: the child is dead, so all it wrote is in the
+			// pipe already; take it up to "would block", then go on
+			// reading for whoever else holds the pipe.
+			_ = s.stderr.SetReadDeadline(time.Time{})
+			if sweep(s.stderr, buf, s.tail.write) {
+				s.tail.flush()
+				return
+			}
+			s.settledOnce.Do(func() { close(s.stderrSettled) })
+		default:
+			s.tail.flush()
+			return
+		}
 	}
+}
+
+// settleStderr returns once every byte the child wrote on stderr is in the
+// tail. Call it only once the child has exited: then no byte of its is still
+// to come, and EOF comes at once unless a grandchild holds the pipe, which
+// is why drainStderr is woken (a read deadline of now) to empty the pipe
+// rather than waited on for EOF. Without deadlines (a pipe the runtime
+// cannot poll) it waits for EOF, at most drainGrace.
+func (s *session) settleStderr() {
+	s.settleOnce.Do(func() {
+		if err := s.stderr.SetReadDeadline(time.Now()); err != nil {
+			select {
+			case <-s.stderrSettled:
+			case <-time.After(drainGrace):
+			}
+			return
+		}
+		<-s.stderrSettled
+	})
+}
+
+// lostError describes why a session ended, for Outcome.Err and Tools. Call it
+// only once the session is lost or being stopped: it waits for monitor to
+// make the description final, which it does within a bound.
+func (s *session) lostError() error {
+	<-s.causeSet
 	s.mu.Lock()
 	cause, exitedFirst := s.goneCause, s.exitedFirst
 	s.mu.Unlock()

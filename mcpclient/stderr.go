@@ -10,9 +10,10 @@ import (
 // without a newline must not make every error message a megabyte.
 const maxStderrLine = 1024
 
-// stderrTail drains the child's stderr for as long as it runs (a full pipe
-// would block the child inside write(2) and stall stdout with it), mirrors the
-// whole stream to an optional writer, and keeps the last lines for errors.
+// stderrTail takes the child's stderr for as long as it runs (a full pipe
+// would block the child inside write(2) and stall stdout with it; the
+// session's drainStderr feeds it), mirrors the whole stream to an optional
+// writer, and keeps the last lines for errors.
 type stderrTail struct {
 	mirror io.Writer
 
@@ -26,20 +27,6 @@ type stderrTail struct {
 
 func newStderrTail(n int, mirror io.Writer) *stderrTail {
 	return &stderrTail{lines: make([]string, n), mirror: mirror}
-}
-
-func (s *stderrTail) drain(r io.Reader) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			s.write(buf[:n])
-		}
-		if err != nil {
-			s.flush()
-			return
-		}
-	}
 }
 
 func (s *stderrTail) write(b []byte) {
