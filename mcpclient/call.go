@@ -150,38 +150,56 @@ func (c *Client) callOn(ctx context.Context, s *session, tool string, args map[s
 	return out
 }
 
-// finish decides the outcome of a call once toolsCall has returned: from the
-// answer to its last request when one came (whatever toolsCall made of it:
-// the clock may have fired, or the pipe closed, just as it came), classified
-// once, the same way everywhere; else from why toolsCall gave up.
+// finish decides the outcome of a call once toolsCall has returned (decide)
+// and stops the tap tracking what the outcome settles (settle).
 func (t *tap) finish(wc *wireCall, err error, parent, callCtx context.Context, stopClocks func()) Outcome {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	// From here on, progress for this call is ignored and any answer to it
 	// is late.
 	wc.ended = true
 	delete(t.byToken, wc.token)
 	stopClocks()
-	now := time.Now()
-	out := Outcome{Session: wc.session, SentAt: wc.firstSent(), EndedAt: now}
+	var terr *transport.Error
+	e := ending{err: err}
+	e.reason, e.reasonErr = unknownReason(err, parent, callCtx, errors.As(err, &terr))
 	last := wc.lastWritten()
+	if last != nil {
+		e.sent, e.resp = true, last.resp
+	}
+	out := decide(e)
+	out.Session, out.SentAt, out.EndedAt = wc.session, wc.firstSent(), time.Now()
 	if last != nil {
 		out.RPCID = rpcIDText(last.id)
 	}
-	var resp *wireResp
-	if last != nil {
-		resp = last.resp
-	}
-	var terr *transport.Error
-	isTransport := errors.As(err, &terr)
+	t.settle(wc, last, out.Kind == OutcomeUnknown)
+	return out
+}
 
+// ending is what is known of a call when toolsCall has returned.
+type ending struct {
+	sent bool      // a byte of its last request reached the pipe
+	resp *wireResp // the answer to that request, whatever toolsCall made of it; nil if none came
+	err  error     // what toolsCall returned
+	// Why toolsCall gave up (unknownReason), for a call that is unknown.
+	reason    UnknownReason
+	reasonErr error
+}
+
+// decide is the sent / not sent / unknown truth table: the outcome of a call
+// from its ending, its answer classified once, the same way everywhere. It
+// is a pure function (but for classify's caching) and fills only the
+// members that say what happened: Kind, Reason, Err and the answer's.
+func decide(e ending) Outcome {
+	var out Outcome
 	switch {
-	case last == nil:
+	case !e.sent:
 		// Not one byte of any request for this call reached the pipe.
-		out.Kind, out.Err = OutcomeNotSent, err
-	case resp == nil:
-		out.Kind = OutcomeUnknown
-		out.Reason, out.Err = unknownReason(err, parent, callCtx, isTransport)
+		out.Kind, out.Err = OutcomeNotSent, e.err
+	case e.resp == nil:
+		out.Kind, out.Reason, out.Err = OutcomeUnknown, e.reason, e.reasonErr
 	default:
+		resp := e.resp
 		switch class := resp.classify(); {
 		case class == AnswerRPCError && !resp.afterCancel:
 			// The server answered with an error before any cancel of ours.
@@ -200,15 +218,21 @@ func (t *tap) finish(wc *wireCall, err error, parent, callCtx context.Context, s
 			// An answer to our cancel: an error or a tool error says how
 			// the handler stopped, not whether the work took effect, and an
 			// unusable one says nothing. The call stays unknown and the
-			// answer goes out as late evidence below.
-			out.Kind = OutcomeUnknown
-			out.Reason, out.Err = unknownReason(err, parent, callCtx, isTransport)
+			// answer goes out as late evidence (settle).
+			out.Kind, out.Reason, out.Err = OutcomeUnknown, e.reason, e.reasonErr
 		}
 	}
+	return out
+}
 
+// settle forgets the requests of an ended call whose answers no longer
+// matter, remembers the answered ones for their second answers, and sends
+// an answer to our cancel of an unknown call out as late evidence. Called
+// with mu held.
+func (t *tap) settle(wc *wireCall, last *wireReq, unknown bool) {
 	for _, r := range wc.reqs {
 		if r.resp == nil {
-			if out.Kind == OutcomeUnknown {
+			if unknown {
 				continue // keep listening for its answer: it comes late
 			}
 			delete(t.byID, r.id)
@@ -219,16 +243,14 @@ func (t *tap) finish(wc *wireCall, err error, parent, callCtx context.Context, s
 		t.remember(r)
 		// Earlier requests of a multi round-trip call were answered with
 		// input_required; only the last one can carry the outcome.
-		if out.Kind == OutcomeUnknown && r == last && r.resp.afterCancel {
+		if unknown && r == last && r.resp.afterCancel {
 			t.late.push(lateFrom(r))
 		}
 	}
-	if out.Kind == OutcomeUnknown {
+	if unknown {
 		wc.unknown = true
 	}
 	t.track()
-	t.mu.Unlock()
-	return out
 }
 
 func unknownReason(err error, parent, callCtx context.Context, isTransport bool) (UnknownReason, error) {
