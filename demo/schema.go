@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/mcp-confirm/mcp-confirm/idempotency"
 )
@@ -41,6 +43,9 @@ var migrations = []string{
 // processes may do so one after another (or at once: the migration runs in an
 // immediate transaction and rechecks the version inside it).
 func openDB(ctx context.Context, path string) (*sql.DB, error) {
+	if err := prepareFile(path); err != nil {
+		return nil, err
+	}
 	db, err := sql.Open("sqlite", idempotency.DSN(path))
 	if err != nil {
 		return nil, fmt.Errorf("open demo database %s: %w", path, err)
@@ -50,6 +55,34 @@ func openDB(ctx context.Context, path string) (*sql.DB, error) {
 		return nil, fmt.Errorf("open demo database %s: %w", path, err)
 	}
 	return db, nil
+}
+
+// FolderError is a database folder that was missing and could not be made.
+type FolderError struct {
+	Dir string
+	Err error
+}
+
+func (e *FolderError) Error() string {
+	return fmt.Sprintf("create the folder %s for the demo database: %v", e.Dir, e.Err)
+}
+
+func (e *FolderError) Unwrap() error { return e.Err }
+
+// prepareFile creates the database's missing folders (0700, as the journal's)
+// and the file itself (0600) before SQLite does, so that the demo's orders
+// are no more readable than the journal beside them; SQLite gives its -wal
+// and -shm files the database file's mode. An existing file keeps its mode.
+func prepareFile(path string) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return &FolderError{Dir: dir, Err: err}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("open demo database %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 func migrate(ctx context.Context, db *sql.DB) error {

@@ -3,6 +3,7 @@ package demo_test
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -250,5 +251,51 @@ func TestBadFlags(t *testing.T) {
 		if lines := strings.Count(stderr.String(), "\n"); lines < 1 || lines > 2 || !strings.Contains(stderr.String(), "--help") {
 			t.Errorf("%v: stderr %q, want one or two lines pointing to --help", args, stderr.String())
 		}
+	}
+}
+
+// TestDBCreatesFolders: --db in folders that do not exist yet makes them
+// 0700 and the file 0600, as the journal's are; a folder that cannot be
+// made is named as the cause, exit 5.
+func TestDBCreatesFolders(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a", "b", "orders.db")
+	cmd := exec.Command(bin, "demo-server", "--db", path)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil { // stdin is empty: serve, then exit
+		t.Fatalf("demo-server --db %s: %v\n%s", path, err, stderr.String())
+	}
+	for p, want := range map[string]os.FileMode{
+		filepath.Join(dir, "a"):      0o700,
+		filepath.Join(dir, "a", "b"): 0o700,
+		path:                         0o600,
+	} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != want {
+			t.Errorf("%s: mode %o, want %o", p, got, want)
+		}
+	}
+	// A path under a regular file: the folder cannot be made.
+	file := filepath.Join(dir, "plain")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(file, "sub", "orders.db")
+	cmd = exec.Command(bin, "demo-server", "--db", bad)
+	stderr.Reset()
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 5 {
+		t.Fatalf("demo-server --db %s: err=%v, want exit 5\n%s", bad, err, stderr.String())
+	}
+	msg := stderr.String()
+	if !strings.Contains(msg, "create the folder "+filepath.Dir(bad)) || !strings.Contains(msg, "could not be made") ||
+		strings.Contains(msg, "locked") {
+		t.Errorf("stderr should name the folder that could not be made, not a lock:\n%s", msg)
 	}
 }

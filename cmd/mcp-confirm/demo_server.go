@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 
 	"github.com/mcp-confirm/mcp-confirm/demo"
@@ -50,7 +51,7 @@ func runDemoServer(ctx context.Context, e *env, args []string) int {
 	}
 	o.Logger = slog.New(slog.NewTextHandler(e.stderr, nil))
 	if err := demo.Serve(ctx, o, e.stdin, e.stdout); err != nil {
-		fmt.Fprintf(e.stderr, "mcp-confirm demo-server: %v\nCheck that the --db file is writable and not locked by another program.\n", err)
+		fmt.Fprintf(e.stderr, "mcp-confirm demo-server: %v\n%s.\n", err, demoOpenHint(err))
 		return exitUnavailable
 	}
 	return exitOK
@@ -59,4 +60,19 @@ func runDemoServer(ctx context.Context, e *env, args []string) int {
 func demoUsageError(e *env, msg string) int {
 	fmt.Fprintf(e.stderr, "mcp-confirm demo-server: %s\nRun 'mcp-confirm demo-server --help' for its flags.\n", msg)
 	return exitBadInput
+}
+
+// demoOpenHint says what to do about an error opening the demo database, by
+// its cause.
+func demoOpenHint(err error) string {
+	var folder *demo.FolderError
+	switch {
+	case errors.As(err, &folder):
+		return "The folder was missing and could not be made: check that you may write its parent, " +
+			"or give --db a path in a folder of yours"
+	case errors.Is(err, fs.ErrPermission):
+		return "This user cannot write the --db file or its folder (SQLite writes a WAL beside it): " +
+			"fix the permissions, or give --db another path"
+	}
+	return "Check that the --db file is a demo database and not locked by another program"
 }
