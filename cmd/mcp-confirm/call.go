@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -48,7 +49,7 @@ func runCall(ctx context.Context, e *env, args []string) int {
 	res = settledMeanwhile(ctx, e, en, res, err)
 	en.journal.Close()
 	if err == nil || res.Call.ID != 0 {
-		printResult(e, res)
+		printResult(e, res, heldBy(err))
 	}
 	return exitFor(e, &g, "call", res, err)
 }
@@ -117,10 +118,30 @@ type callOutput struct {
 	// ReplayedFrom: nothing was sent; this is the stored outcome of that
 	// earlier identical call, which settled late (SPEC §9).
 	ReplayedFrom int64 `json:"replayed_from,omitempty"`
+	// Held: nothing was sent; the record printed is that of call HeldBy,
+	// which is in flight or unknown (an identical call, or this key's).
+	Held   bool  `json:"held,omitempty"`
+	HeldBy int64 `json:"held_by,omitempty"`
 }
 
-func printResult(e *env, res guard.Result) {
+// printResult prints what a call came to; heldBy, when not 0, is the open
+// call that held it (the record printed is that call's).
+func printResult(e *env, res guard.Result, heldBy int64) {
 	out := callOutput{ID: res.Call.ID, State: string(res.State), Reason: res.Call.Reason, Key: res.Key,
-		Result: res.Result, Error: res.Error, Replayed: res.Replayed, ReplayedFrom: res.ReplayedFrom}
+		Result: res.Result, Error: res.Error, Replayed: res.Replayed, ReplayedFrom: res.ReplayedFrom,
+		Held: heldBy != 0, HeldBy: heldBy}
 	json.NewEncoder(validUTF8{e.stdout}).Encode(out)
+}
+
+// heldBy is the call that held this one back (exit 4), or 0.
+func heldBy(err error) int64 {
+	var held *guard.HeldError
+	var pendingKey *guard.KeyPendingError
+	switch {
+	case errors.As(err, &held):
+		return held.CallID
+	case errors.As(err, &pendingKey):
+		return pendingKey.CallID
+	}
+	return 0
 }

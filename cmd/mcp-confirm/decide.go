@@ -34,7 +34,7 @@ func runRetry(ctx context.Context, e *env, args []string) int {
 	defer en.close()
 	res, err := en.guard.Retry(ctx, id, guard.RetryOptions{Note: *note, AnyServer: *anyServer, Redacted: values})
 	if err == nil {
-		printResult(e, res)
+		printResult(e, res, 0)
 	}
 	return exitFor(e, &g, "retry", res, err)
 }
@@ -78,7 +78,7 @@ func runQuery(ctx context.Context, e *env, args []string) int {
 	// exit code (1), and its answer is "result".
 	out := res
 	out.State = res.Call.State
-	printResult(e, out)
+	printResult(e, out, 0)
 	if res.Call.Proposal != "" && res.Call.State == "unknown" {
 		fmt.Fprintf(e.stderr, "Proposed: %s. Call %d stays unknown until you decide (retry, mark applied, abandon).\n", res.Call.Proposal, id)
 	}

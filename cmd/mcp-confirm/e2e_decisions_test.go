@@ -189,6 +189,11 @@ func TestE2ECallerKey(t *testing.T) {
 	}
 	r = w.call(`{"item":"gadget","quantity":1,"buyer":"alice"}`, []string{"--key", key2})
 	wantExit(t, r, exitHeld, "same key while unknown")
+	if r.stdout != "" {
+		if o := parseCallOut(t, r); !o.Held || o.HeldBy != lost.ID {
+			t.Errorf("same key while unknown: stdout should say \"held\": true, \"held_by\": %d, got %+v", lost.ID, o)
+		}
+	}
 	if !strings.Contains(r.stderr, "retry "+strconv.FormatInt(lost.ID, 10)) {
 		t.Errorf("stderr should point at 'retry %d':\n%s", lost.ID, r.stderr)
 	}

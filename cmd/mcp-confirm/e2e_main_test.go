@@ -216,6 +216,8 @@ type callOut struct {
 	Result   json.RawMessage `json:"result"`
 	Error    json.RawMessage `json:"error"`
 	Replayed bool            `json:"replayed"`
+	Held     bool            `json:"held"`
+	HeldBy   int64           `json:"held_by"`
 }
 
 func parseCallOut(t testing.TB, r cliResult) callOut {

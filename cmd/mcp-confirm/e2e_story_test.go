@@ -47,6 +47,9 @@ func TestE2ELostResponseStory(t *testing.T) {
 	// 2. The user presses "send" again: held, nothing sent.
 	r = w.call(aliceOrder, []string{"--timeout", "2s"}, "--hang-after-commit", "1")
 	wantExit(t, r, exitHeld, "identical resend")
+	if held := parseCallOut(t, r); !held.Held || held.HeldBy != out.ID || held.ID != out.ID || held.State != "unknown" {
+		t.Errorf("held resend's stdout: want call %d's record with \"held\": true, \"held_by\": %d, got %+v", out.ID, out.ID, held)
+	}
 	stderrLines(t, r, "held resend")
 	if !strings.Contains(r.stderr, "held") || !strings.Contains(r.stderr, strconv.FormatInt(out.ID, 10)) {
 		t.Errorf("stderr should say the resend is held by call %d:\n%s", out.ID, r.stderr)
