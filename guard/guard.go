@@ -569,11 +569,22 @@ func outcomeOf(out mcpclient.Outcome) (o pending.Outcome, replayed bool) {
 		return pending.Outcome{Event: pending.EventFailed, Reason: "not sent: " + errText(out.Err)}, false
 	}
 	reason, clock := unknownReason(out.Reason)
+	var cause CancelCause
+	if out.Reason == mcpclient.ReasonCancelled && errors.As(out.Err, &cause) {
+		reason += ": " + string(cause)
+	}
 	if out.Why != "" {
 		reason += ": " + out.Why
 	}
 	return pending.Outcome{Event: pending.EventLost, Reason: reason, Clock: clock}, false
 }
+
+// CancelCause is why a front-end cancelled a call on purpose, given to
+// context.WithCancelCause; the journal's reason for the call then says it
+// ("cancelled: the operator quit the console").
+type CancelCause string
+
+func (c CancelCause) Error() string { return string(c) }
 
 // Reasons an unknown call shows (the console's "why" column).
 const (

@@ -134,6 +134,9 @@ type shared struct {
 	// late settle first; lateKnown once it has been read.
 	late      []pending.Call
 	lateKnown bool
+	// cancel ends the calls the console started, with a cause the journal
+	// records as their reason (guard.CancelCause).
+	cancel context.CancelCauseFunc
 }
 
 func (sh *shared) tool(name string) (toolInfo, bool) {
@@ -163,10 +166,15 @@ type Model struct {
 
 	message     string // what the last action did, to which call
 	messageErr  bool
-	messageWarn bool           // an outcome to act on, not an error
-	messageMark string         // the warning's glyph when not GlyphUnknown
-	queried     map[int64]bool // calls the operator queried this session (the demo's hints)
-	busy        bool           // message says what is running
+	messageWarn bool             // an outcome to act on, not an error
+	messageMark string           // the warning's glyph when not GlyphUnknown
+	queried     map[int64]bool   // calls the operator queried this session (the demo's hints)
+	queryErr    map[int64]string // calls whose last query this session got no answer, and why
+	retrying    map[int64]bool   // calls with a retry in flight from this console
+	quitting    bool             // quit confirmed: waiting for the write in flight to be recorded
+	demoOrders  demoOrders       // the demo server's orders, from its find_orders
+	demoCall    pending.Call     // the demo's create_order call, as last seen
+	busy        bool             // message says what is running
 	recovered   int
 	// The late scan: one at a time; a change while it runs asks for another.
 	lateScanning, lateAgain bool
@@ -188,7 +196,9 @@ func New(o Options) Model {
 	if o.Context == nil {
 		o.Context = context.Background()
 	}
-	sh := &shared{opts: o, st: NewStyles(o.Renderer), now: o.Now(), counts: map[pending.State]int{}}
+	ctx, cancel := context.WithCancelCause(o.Context)
+	o.Context = ctx
+	sh := &shared{opts: o, st: NewStyles(o.Renderer), now: o.Now(), counts: map[pending.State]int{}, cancel: cancel}
 	hm := help.New()
 	hm.Styles.ShortKey = sh.st.Key
 	hm.Styles.FullKey = sh.st.Key
@@ -197,7 +207,8 @@ func New(o Options) Model {
 	hm.Styles.ShortSeparator = sh.st.Faint
 	hm.Styles.FullSeparator = sh.st.Faint
 	hm.Styles.Ellipsis = sh.st.Faint
-	m := Model{sh: sh, keys: defaultAppKeys(), help: hm, w: 80, h: 24, queried: map[int64]bool{}}
+	m := Model{sh: sh, keys: defaultAppKeys(), help: hm, w: 80, h: 24, queried: map[int64]bool{},
+		queryErr: map[int64]string{}, retrying: map[int64]bool{}}
 	m.lateScanning = o.Journal != nil // Init starts the first scan
 	if o.Journal != nil {
 		m.recovered = len(o.Journal.Recovered())
@@ -297,6 +308,7 @@ func (m *Model) updateDialog(msg tea.Msg) (tea.Cmd, bool) {
 		return nil, true
 	case tea.KeyMsg:
 		if key.Matches(msg, m.keys.ForceQuit) {
+			m.sh.cancel(quitCause)
 			return tea.Quit, true
 		}
 		d := m.dialog
@@ -306,6 +318,9 @@ func (m *Model) updateDialog(msg tea.Msg) (tea.Cmd, bool) {
 			if cmd != nil && busyText(d) != "" {
 				m.setMessage(busyText(d), false)
 				m.busy = true
+			}
+			if cd, ok := d.(*confirmDialog); ok && cmd != nil && cd.action == pending.ActionRetry {
+				m.retrying[cd.call.ID] = true
 			}
 		}
 		return cmd, true
@@ -319,11 +334,12 @@ func (m *Model) globalKey(k tea.KeyMsg) (tea.Cmd, bool) {
 	typing := m.activeScreen() == screen(m.form) && m.form.typing() || m.active == screenList && m.list.filtering
 	switch {
 	case key.Matches(k, m.keys.ForceQuit):
+		m.sh.cancel(quitCause)
 		return tea.Quit, true
 	case typing:
 		return nil, false
 	case key.Matches(k, m.keys.Quit):
-		return tea.Quit, true
+		return m.quit(), true
 	case key.Matches(k, m.keys.Help):
 		m.showHelp = !m.showHelp
 		return nil, true
@@ -460,7 +476,14 @@ func (m *Model) appMsg(msg tea.Msg) (tea.Cmd, bool) {
 		if msg.Err != nil {
 			m.setMessage("the server's tools could not be listed: "+errLine(msg.Err), true)
 		}
+		return m.readDemoOrders(), true
+	case demoOrdersMsg:
+		m.onDemoOrders(msg)
 		return nil, true
+	case quitConfirmedMsg:
+		return m.beginQuit(), true
+	case quitNowMsg:
+		return tea.Quit, true
 	case callLoadedMsg:
 		_, cmd := m.detail.Update(msg)
 		m.syncBindings()
@@ -578,10 +601,22 @@ func (m *Model) onQueried(msg queriedMsg) tea.Cmd {
 		return m.reloadAfter(msg.ID)
 	}
 	if msg.Err != nil {
+		m.queryErr[msg.ID] = errLine(msg.Err)
 		m.setMessage("query of "+who+" failed: "+errLine(msg.Err), true)
 		return m.reloadAfter(msg.ID)
 	}
+	if msg.Result.State != pending.StateSucceeded {
+		why := rpcErrorText(msg.Result.Error)
+		if why == "" {
+			why = "the read " + stateWord(msg.Result.State)
+		}
+		m.queryErr[msg.ID] = why
+		m.setMessage("query of "+who+" got no usable answer: "+trunc(why, 80)+"; nothing was resent, s asks again", true)
+		return m.reloadAfter(msg.ID)
+	}
+	delete(m.queryErr, msg.ID)
 	m.queried[msg.ID] = true
+	m.noteDemoCall(msg.Result.Call)
 	p := msg.Result.Call.Proposal
 	switch p {
 	case guard.ProposalApplied:
@@ -596,6 +631,14 @@ func (m *Model) onQueried(msg queriedMsg) tea.Cmd {
 
 // onRetried reports a retry's outcome.
 func (m *Model) onRetried(msg retriedMsg) tea.Cmd {
+	delete(m.retrying, msg.ID)
+	if m.quitting && !m.writeInFlight() {
+		return tea.Quit
+	}
+	m.dropQuitDialog()
+	if msg.Err == nil {
+		m.noteDemoCall(msg.Result.Call)
+	}
 	who := fmt.Sprintf("retried %s key %s (call %d)", displayName(msg.Tool), keyTail(msg.Key), msg.ID)
 	var ser *guard.ServerMismatchError
 	switch {
@@ -614,7 +657,7 @@ func (m *Model) onRetried(msg retriedMsg) tea.Cmd {
 		m.setMessage(s, msg.Result.State == pending.StateFailed)
 		m.messageWarn = msg.Result.State == pending.StateUnknown
 	}
-	return m.reloadAfter(msg.ID)
+	return tea.Batch(m.reloadAfter(msg.ID), m.readDemoOrders())
 }
 
 // serverMismatchLine says that a query or retry was refused because the
@@ -643,7 +686,15 @@ func (m *Model) onDecided(msg decidedMsg) tea.Cmd {
 	}
 	done := map[pending.Action]string{pending.ActionAbandon: "abandoned", pending.ActionMark: "marked applied", pending.ActionNote: "noted"}[msg.Action]
 	m.setMessage(fmt.Sprintf("%s %s key %s (call %d)", done, displayName(msg.Tool), keyTail(msg.Key), msg.ID), false)
-	return m.reloadAfter(msg.ID)
+	if m.demoCall.ID == msg.ID {
+		switch msg.Action {
+		case pending.ActionMark:
+			m.demoCall.State = pending.StateApplied
+		case pending.ActionAbandon:
+			m.demoCall.State = pending.StateAbandoned
+		}
+	}
+	return tea.Batch(m.reloadAfter(msg.ID), m.readDemoOrders())
 }
 
 // onCallDone: a call from the new-call form is over. An unknown outcome is
@@ -654,7 +705,12 @@ func (m *Model) onCallDone(msg callDoneMsg) tea.Cmd {
 	if !m.form.onDone(msg) {
 		return nil
 	}
+	if m.quitting && !m.writeInFlight() {
+		return tea.Quit
+	}
+	m.dropQuitDialog()
 	res, err := msg.Result, msg.Err
+	m.noteDemoCall(res.Call)
 	var held *guard.HeldError
 	var notRecorded *guard.OutcomeNotRecordedError
 	switch {
@@ -693,7 +749,7 @@ func (m *Model) onCallDone(msg callDoneMsg) tea.Cmd {
 	default:
 		m.setMessage(fmt.Sprintf("%s: %s: %s", who, stateWord(res.State), clean(res.Call.Reason)), true)
 	}
-	return m.list.refresh()
+	return tea.Batch(m.list.refresh(), m.readDemoOrders())
 }
 
 // reloadAfter reloads the list, the calls that settled late and, if shown,
@@ -977,7 +1033,7 @@ func (m *Model) openDecision(a pending.Action, c pending.Call) tea.Cmd {
 	}[a]
 	switch d := d.(type) {
 	case *confirmDialog:
-		d.busy = busy
+		d.busy, d.action, d.call = busy, a, c
 	case *queryPickDialog:
 		d.busy = busy
 	}

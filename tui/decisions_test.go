@@ -580,37 +580,29 @@ func TestREADMEKeyTableMatchesTheKeyMaps(t *testing.T) {
 }
 
 // The guided demo's hints walk a newcomer through the whole story: create
-// an order, watch it become unknown, query it, retry it with the same key.
+// an order, watch it become unknown, read what the automatic query found,
+// retry it with the same key, and see one order on the demo server.
 func TestGuidedDemoWalkthrough(t *testing.T) {
 	e := newEnv(t)
-	o := e.options()
-	o.Demo = true
-	o.Prefill = map[string]map[string]any{"create_order": {"item": "widget", "quantity": 2, "buyer": "alice"}}
-	m := New(o)
-	m = step(t, m, tea.WindowSizeMsg{Width: 80, Height: 24})
-	m = settle(t, m, m.Init())
+	d := &demoFake{commit: true}
+	m := demoModel(t, e, d)
 	hint := func(want string) {
 		t.Helper()
-		if v := m.View(); !strings.Contains(v, "→ "+want) {
-			t.Fatalf("hint %q not shown:\n%s", want, v)
-		}
+		wantGuide(t, m, want)
 	}
 	hint("Press c, then enter on create_order, then ctrl+s")
 	m = press(t, m, m.list.keys.NewCall)
 	hint("Pick create_order")
 	m = press(t, m, m.tools.keys.Select)
-	hint("The arguments are ready")
+	hint("The arguments are filled in")
 	m = press(t, m, m.form.keys.Send) // the fake server loses the answer; the dialog arms
 	if _, ok := m.dialog.(*unknownDialog); !ok {
 		t.Fatalf("no outcome-unknown dialog:\n%s", m.View())
 	}
-	hint("Press s: ask the server whether the order exists")
-	m = press(t, m, m.list.keys.Query)
+	hint("The query found the order: enter takes the highlighted step (retry, same key)")
+	m = step(t, m, keyMsg("enter")) // the retry's own confirmation, on No
 	m = press(t, m, defaultDialogKeys().Yes)
-	hint("The order exists. Press r then y")
-	m = press(t, m, m.list.keys.Retry)
-	m = press(t, m, defaultDialogKeys().Yes)
-	hint("Done: one order, one key.")
+	hint("Done: the demo server has one order under key")
 	if s := e.srv.sends("create_order"); len(s) != 2 || s[0] != s[1] {
 		t.Fatalf("create_order sends %v: want the first attempt and one retry with the same key", s)
 	}

@@ -43,8 +43,10 @@ type confirmDialog struct {
 	inInput  bool
 	choice   int // 0 No, 1 Yes
 	proceed  func(note string) tea.Cmd
-	warn     string // one line shown after a key that did nothing
-	busy     string // the status line while what Yes started runs
+	warn     string         // one line shown after a key that did nothing
+	busy     string         // the status line while what Yes started runs
+	action   pending.Action // the decision it confirms, and on which call
+	call     pending.Call
 
 	keys  dialogKeys
 	ikeys inputDialogKeys
@@ -208,82 +210,3 @@ func (d *confirmDialog) ShortHelp() []key.Binding {
 }
 
 func (d *confirmDialog) FullHelp() [][]key.Binding { return [][]key.Binding{d.ShortHelp()} }
-
-// unknownDialog is opened by an event: a call the operator started has
-// just become unknown. It waits out the grace period, then offers the
-// decisions; esc leaves the call in the unknown list for later.
-type unknownDialog struct {
-	sh    *shared
-	id    int
-	armed bool
-	call  pending.Call
-	keys  decisionKeys
-	later key.Binding
-	warn  string
-}
-
-func newUnknownDialog(sh *shared, id int, c pending.Call) *unknownDialog {
-	return &unknownDialog{sh: sh, id: id, call: c, keys: defaultDecisionKeys(),
-		later: key.NewBinding(key.WithKeys("esc", "enter", "q"), key.WithHelp("esc", "decide later"))}
-}
-
-func (d *unknownDialog) ID() int { return d.id }
-func (d *unknownDialog) Arm()    { d.armed = true }
-
-func (d *unknownDialog) Update(k tea.KeyMsg) (tea.Cmd, bool) {
-	if !d.armed {
-		d.warn = "(ignoring keys for a moment, so a stray keystroke cannot answer)"
-		return nil, false
-	}
-	open := func(a pending.Action) tea.Cmd {
-		c := d.call
-		return func() tea.Msg { return openDecisionMsg{Action: a, Call: c} }
-	}
-	switch {
-	case key.Matches(k, d.keys.Query):
-		return open(pending.ActionQuery), true
-	case key.Matches(k, d.keys.Retry):
-		return open(pending.ActionRetry), true
-	case key.Matches(k, d.keys.Abandon):
-		return open(pending.ActionAbandon), true
-	case key.Matches(k, d.keys.Mark):
-		return open(pending.ActionMark), true
-	case key.Matches(k, d.later):
-		return nil, true
-	}
-	return nil, false
-}
-
-func (d *unknownDialog) View(w int) string {
-	st := d.sh.st
-	inner := max(20, w-st.Dialog.Box.GetHorizontalFrameSize())
-	c := d.call
-	why := clean(c.Reason)
-	var b strings.Builder
-	b.WriteString(st.State[pending.StateUnknown].Render(GlyphUnknown+" ") + st.Dialog.Title.Render(trunc(displayName(c.Tool)+" key "+keyTail(c.Key)+": outcome unknown", inner-2)))
-	b.WriteString("\n\n")
-	b.WriteString(wrap("No answer came ("+why+"). The server may have done it, or not. mcp-confirm did NOT resend it, and never will on its own: it waits in the unknown list for your decision.", inner))
-	b.WriteString("\n\n")
-	opt := func(k key.Binding, s string) {
-		b.WriteString(st.Key.Render(pad(k.Help().Key, 4)) + trunc(s, inner-4) + "\n")
-	}
-	q := "query: ask the server whether it happened (a read, safe)"
-	if t, _ := queryPlan(d.sh.opts.Policy, c); t != "" {
-		q = "query: run " + displayName(t) + " to see whether it happened (a read, safe)"
-	}
-	opt(d.keys.Query, q)
-	opt(d.keys.Retry, "retry with the same key "+keyTail(c.Key))
-	opt(d.keys.Mark, "mark applied (you checked elsewhere)")
-	opt(d.keys.Abandon, "abandon: send nothing more")
-	opt(d.later, "decide later: it stays in the unknown list")
-	if d.warn != "" {
-		b.WriteString(st.Dialog.Warning.Render(trunc(d.warn, inner)))
-	}
-	return st.Dialog.Box.Width(inner + st.Dialog.Box.GetHorizontalPadding()).Render(strings.TrimSuffix(b.String(), "\n"))
-}
-
-func (d *unknownDialog) ShortHelp() []key.Binding {
-	return []key.Binding{d.keys.Query, d.keys.Retry, d.keys.Mark, d.keys.Abandon, d.later}
-}
-
-func (d *unknownDialog) FullHelp() [][]key.Binding { return [][]key.Binding{d.ShortHelp()} }

@@ -127,6 +127,12 @@ func (f *formScreen) onKey(k tea.KeyMsg) tea.Cmd {
 	return cmd
 }
 
+// valid: the arguments as typed fit the tool's schema.
+func (f *formScreen) valid() bool {
+	_, probs := validate(f.tool, f.ta.Value())
+	return len(probs) == 0
+}
+
 // send validates, then starts the guarded call. Nothing is sent when the
 // arguments do not fit the schema.
 func (f *formScreen) send() tea.Cmd {

@@ -50,6 +50,10 @@ type fakeServer struct {
 	name   string
 	tools  []mcp.Tool
 	answer func(tool string, args map[string]any, o mcpclient.CallOptions, n int) mcpclient.Outcome
+	// block, when set, is asked first with the call's context: a tool it
+	// names waits for that context to end and is reported cancelled, as
+	// mcpclient reports a request its caller cancelled.
+	block func(tool string, n int) bool
 	sent   []string // "tool key"
 	seen   map[string]int
 }
@@ -61,12 +65,18 @@ func (f *fakeServer) Tools(context.Context) ([]mcp.Tool, error) {
 	return f.tools, nil
 }
 
-func (f *fakeServer) Call(_ context.Context, tool string, args map[string]any, o mcpclient.CallOptions) mcpclient.Outcome {
+func (f *fakeServer) Call(ctx context.Context, tool string, args map[string]any, o mcpclient.CallOptions) mcpclient.Outcome {
 	f.mu.Lock()
 	f.sent = append(f.sent, tool+" "+o.Key)
 	f.seen[tool+o.Key]++
 	n := f.seen[tool+o.Key]
+	block := f.block
 	f.mu.Unlock()
+	if block != nil && block(tool, n) {
+		<-ctx.Done()
+		return mcpclient.Outcome{Kind: mcpclient.OutcomeUnknown, Reason: mcpclient.ReasonCancelled, Session: 1,
+			Err: fmt.Errorf("cancelled after the request was sent (%w); it may have taken effect", context.Cause(ctx))}
+	}
 	return f.answer(tool, args, o, n)
 }
 
