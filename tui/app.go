@@ -426,9 +426,9 @@ func (m *Model) syncBindings() {
 	c, ok := m.selected()
 	for _, dk := range []*decisionKeys{&m.list.keys.decisionKeys, &m.detail.keys.decisionKeys} {
 		dk.Query.SetEnabled(ok && c.Kind == pending.KindWrite)
-		dk.Retry.SetEnabled(ok && (c.State == pending.StateUnknown || c.State == pending.StateFailed))
-		dk.Abandon.SetEnabled(ok && c.State == pending.StateUnknown)
-		dk.Mark.SetEnabled(ok && c.State == pending.StateUnknown)
+		dk.Retry.SetEnabled(ok && c.State.Allows(pending.EventRetry))
+		dk.Abandon.SetEnabled(ok && c.State.Allows(pending.EventAbandon))
+		dk.Mark.SetEnabled(ok && c.State.Allows(pending.EventMark))
 		dk.Note.SetEnabled(ok)
 		dk.Ack.SetEnabled(ok && c.HoldsLate())
 	}
