@@ -96,10 +96,10 @@ type Journal struct {
 	// meets a closed channel and a second Close finds closed set.
 	closeMu sync.RWMutex
 	closed  bool
-	owner    *ownerLock
-	files    fileIDs // the file and WAL Open found; checked before each commit
-	broken   error   // ErrJournalReplaced once found; writer goroutine, then Close
-	secret   []byte  // fingerprint key (secret.go); nil when read-only
+	owner   *ownerLock
+	files   fileIDs // the file and WAL Open found; checked before each commit
+	broken  error   // ErrJournalReplaced once found; writer goroutine, then Close
+	secret  []byte  // fingerprint key (secret.go); nil when read-only
 
 	recovered []int64    // calls turned unknown by recovery on open
 	noteMu    sync.Mutex // guards noteOff (see unrecorded.go)

@@ -54,8 +54,8 @@ type fakeServer struct {
 	// names waits for that context to end and is reported cancelled, as
 	// mcpclient reports a request its caller cancelled.
 	block func(tool string, n int) bool
-	sent   []string // "tool key"
-	seen   map[string]int
+	sent  []string // "tool key"
+	seen  map[string]int
 }
 
 func (f *fakeServer) ServerInfo() mcpclient.ServerInfo { return mcpclient.ServerInfo{Name: f.name} }
