@@ -43,6 +43,25 @@ func LoadConfig(path, name string) (ServerSpec, error) {
 	return spec, nil
 }
 
+// ConfigServers lists the names of the servers in a config file, sorted,
+// for shell completion and for choosing one.
+func ConfigServers(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read mcp server config: %w", err)
+	}
+	all, err := configEntries(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	names := make([]string, 0, len(all))
+	for n := range all {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
 // ParseConfig is LoadConfig on bytes already read. ${workspaceFolder} is then
 // the current directory.
 func ParseConfig(data []byte, name string) (ServerSpec, error) {
@@ -60,6 +79,34 @@ func workspaceOf(path string) string {
 	return dir
 }
 
+// configEntries is the servers of a config file by name, from either
+// shape.
+func configEntries(data []byte) (map[string]json.RawMessage, error) {
+	var file struct {
+		MCPServers map[string]json.RawMessage `json:"mcpServers"`
+		Servers    map[string]json.RawMessage `json:"servers"`
+	}
+	// VS Code allows comments and trailing commas in its JSON; we do not, and
+	// say so rather than guess.
+	if err := json.Unmarshal(bytes.TrimSpace(data), &file); err != nil {
+		return nil, fmt.Errorf("%w: not valid JSON (comments and trailing commas are not supported): %v", ErrConfig, err)
+	}
+	if file.MCPServers == nil && file.Servers == nil {
+		return nil, fmt.Errorf(`%w: no "mcpServers" (Claude Desktop) or "servers" (VS Code) object`, ErrConfig)
+	}
+	all := map[string]json.RawMessage{}
+	for n, v := range file.Servers {
+		all[n] = v
+	}
+	for n, v := range file.MCPServers {
+		if _, dup := all[n]; dup {
+			return nil, fmt.Errorf(`%w: server %q is defined under both "mcpServers" and "servers"`, ErrConfig, n)
+		}
+		all[n] = v
+	}
+	return all, nil
+}
+
 // serverEntry is the union of both shapes. Unknown keys are ignored on
 // purpose: hosts add their own (disabled, autoApprove, timeout, ...).
 type serverEntry struct {
@@ -73,27 +120,9 @@ type serverEntry struct {
 }
 
 func parseConfig(data []byte, name, workspace string) (ServerSpec, error) {
-	var file struct {
-		MCPServers map[string]json.RawMessage `json:"mcpServers"`
-		Servers    map[string]json.RawMessage `json:"servers"`
-	}
-	// VS Code allows comments and trailing commas in its JSON; we do not, and
-	// say so rather than guess.
-	if err := json.Unmarshal(bytes.TrimSpace(data), &file); err != nil {
-		return ServerSpec{}, fmt.Errorf("%w: not valid JSON (comments and trailing commas are not supported): %v", ErrConfig, err)
-	}
-	if file.MCPServers == nil && file.Servers == nil {
-		return ServerSpec{}, fmt.Errorf(`%w: no "mcpServers" (Claude Desktop) or "servers" (VS Code) object`, ErrConfig)
-	}
-	all := map[string]json.RawMessage{}
-	for n, v := range file.Servers {
-		all[n] = v
-	}
-	for n, v := range file.MCPServers {
-		if _, dup := all[n]; dup {
-			return ServerSpec{}, fmt.Errorf(`%w: server %q is defined under both "mcpServers" and "servers"`, ErrConfig, n)
-		}
-		all[n] = v
+	all, err := configEntries(data)
+	if err != nil {
+		return ServerSpec{}, err
 	}
 	names := make([]string, 0, len(all))
 	for n := range all {
