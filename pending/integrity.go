@@ -172,6 +172,11 @@ func checkHeader(path string) error {
 	return err
 }
 
+// emptyFileAge is how old an empty file must be to be refused: a journal
+// another process is making is empty only for the moment between its
+// creation and its first write.
+const emptyFileAge = 2 * time.Second
+
 func readHeader(path string) error {
 	pendingPages := hasContent(path+"-wal") || hasContent(path+"-journal")
 	f, err := os.Open(path)
@@ -189,8 +194,13 @@ func readHeader(path string) error {
 	head := make([]byte, 100)
 	n, err := io.ReadFull(f, head)
 	switch {
+	case n == 0 && err == io.EOF && !pendingPages && time.Since(st.ModTime()) > emptyFileAge:
+		// Not one being made now: someone's empty file, or a journal whose
+		// making was cut before its first write. Neither is ours to fill.
+		return fmt.Errorf("%w: it is an empty file; mcp-confirm makes its own journal, so give --db a path "+
+			"that does not exist yet (or remove the file if an interrupted mcp-confirm left it)", ErrNotJournal)
 	case n == 0 && err == io.EOF:
-		return nil // empty: a new journal
+		return nil // empty and new: a journal being made (perhaps by another process)
 	case n < len(sqliteMagic) || string(head[:len(sqliteMagic)]) != sqliteMagic:
 		return fmt.Errorf("%w: the file is not a SQLite database", ErrNotJournal)
 	case n < len(head):

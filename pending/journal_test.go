@@ -259,10 +259,19 @@ func TestRefusesFilesThatAreNotJournals(t *testing.T) {
 	}
 	db.Close()
 
+	// An empty file that has been there a while is someone's, not a journal
+	// being made: refused, and left empty.
+	empty := filepath.Join(dir, "empty.db")
+	os.WriteFile(empty, nil, 0o600)
+	old := time.Now().Add(-time.Minute)
+	if err := os.Chtimes(empty, old, old); err != nil {
+		t.Fatal(err)
+	}
+
 	for _, tc := range []struct {
 		path string
 		want error
-	}{{text, ErrNotJournal}, {other, ErrNotJournal}, {newer, ErrNewerSchema}, {dir, ErrNotJournal}} {
+	}{{text, ErrNotJournal}, {other, ErrNotJournal}, {newer, ErrNewerSchema}, {dir, ErrNotJournal}, {empty, ErrNotJournal}} {
 		before := fileSum(t, tc.path)
 		_, err := Open(context.Background(), tc.path, Options{})
 		if !errors.Is(err, tc.want) {
@@ -271,7 +280,15 @@ func TestRefusesFilesThatAreNotJournals(t *testing.T) {
 		if after := fileSum(t, tc.path); after != before {
 			t.Errorf("%s: file changed by a refused open", filepath.Base(tc.path))
 		}
+		if _, err := OpenReadOnly(context.Background(), tc.path, Options{}); !errors.Is(err, tc.want) {
+			t.Errorf("%s read-only: err %v, want %v", filepath.Base(tc.path), err, tc.want)
+		}
 	}
+	// A new empty file is a journal another process is making: opened.
+	fresh := filepath.Join(dir, "fresh.db")
+	os.WriteFile(fresh, nil, 0o600)
+	j = openTest(t, fresh)
+	j.Close()
 }
 
 func fileSum(t *testing.T, path string) string {
