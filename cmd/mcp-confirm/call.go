@@ -8,41 +8,66 @@ import (
 	"io"
 	"os"
 
+	"github.com/spf13/cobra"
+
 	"github.com/mcp-confirm/mcp-confirm/guard"
 	"github.com/mcp-confirm/mcp-confirm/pending"
 )
 
-func runCall(ctx context.Context, e *env, args []string) int {
-	var g globalOpts
-	fs := newFlagSet("call", &g)
-	argsJSON := fs.String("args", "", "the tool's arguments as a JSON object, or - to read them from stdin")
-	argsFile := fs.String("args-file", "", "read the arguments (a JSON object) from this file")
-	key := fs.String("key", "", "your own idempotency key (1-255 printable ASCII characters, no spaces)")
-	isNew := fs.Bool("new", false, "a deliberately new operation: send even if an identical call is in flight or unknown")
-	pos, done := parseFlags(fs, args, e)
-	if done >= 0 {
-		return done
-	}
+// callFlags are call's own flags.
+type callFlags struct {
+	args, argsFile, key string
+	argsGiven           bool // --args was given, even as ''
+	isNew, noValidate   bool
+}
+
+func (c *cli) callCommand() *cobra.Command {
+	var f callFlags
+	cmd := c.leaf(&cobra.Command{
+		Use:   "call TOOL [--args JSON | --args - | --args-file FILE] [-- SERVER_COMMAND [ARGS...]]",
+		Short: "one guarded call: journaled before it is sent, never resent",
+		Long: `Call one tool. A write gets an idempotency key and is committed to the journal
+before it is sent; if its answer does not come it is unknown (exit 3), and it
+is not sent again until you decide (query, retry, abandon).`,
+		Example: `  mcp-confirm call create_order --args '{"item":"widget","quantity":2}'
+  mcp-confirm --db j.db call create_order --args-file order.json -- node orders-server.js`,
+	}, "calls", withServer, func(pos []string) int { return runCall(c.ctx, c.env, &c.g, f, pos) })
+	fl := cmd.Flags()
+	fl.StringVar(&f.args, "args", "", "the tool's arguments as a JSON object, or - to read them from stdin")
+	fl.StringVar(&f.argsFile, "args-file", "", "read the arguments (a JSON object) from this file")
+	fl.StringVar(&f.key, "key", "", "your own idempotency key (1-255 printable ASCII characters, no spaces)")
+	fl.BoolVar(&f.isNew, "new", false, "a deliberately new operation: send even if an identical call is in flight or unknown")
+	fl.BoolVar(&f.noValidate, "no-validate", false, "send even if the arguments do not match the tool's input schema")
+	cmd.PreRun = func(cmd *cobra.Command, _ []string) { f.argsGiven = cmd.Flags().Changed("args") }
+	cmd.ValidArgsFunction = cobra.NoFileCompletions
+	return cmd
+}
+
+func runCall(ctx context.Context, e *env, g *globalOpts, f callFlags, pos []string) int {
 	if len(pos) != 1 {
 		fmt.Fprintf(e.stderr, "mcp-confirm call: give exactly one tool name (got %d)\nExample: mcp-confirm call create_order --args '{\"item\":\"widget\"}'\n", len(pos))
 		return exitBadInput
 	}
-	callArgs, err := readArgs(e, *argsJSON, *argsFile)
+	if f.argsGiven && f.args == "" {
+		fmt.Fprintln(e.stderr, "mcp-confirm call: --args is empty\nGive a JSON object, e.g. --args '{}' for no arguments; nothing was sent.")
+		return exitBadInput
+	}
+	callArgs, err := readArgs(e, f.args, f.argsFile)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "mcp-confirm call: %v\nGive the arguments as one JSON object; nothing was sent.\n", err)
 		return exitBadInput
 	}
-	if *key != "" {
-		if err := guard.ValidateKey(*key); err != nil {
+	if f.key != "" {
+		if err := guard.ValidateKey(f.key); err != nil {
 			fmt.Fprintf(e.stderr, "mcp-confirm call: --key: %v\nNothing was sent.\n", err)
 			return exitBadInput
 		}
 	}
-	en, code := openEngine(ctx, e, &g, "call", 0)
+	en, code := openEngine(ctx, e, g, "call", 0)
 	if en == nil {
 		return code
 	}
-	res, err := en.guard.Call(ctx, guard.Request{Tool: pos[0], Args: callArgs, Key: *key, New: *isNew})
+	res, err := en.guard.Call(ctx, guard.Request{Tool: pos[0], Args: callArgs, Key: f.key, New: f.isNew})
 	// Closing the session lets an answer still on its way arrive and be
 	// journaled; what the call came to is read once more after that.
 	en.client.Close()
@@ -51,7 +76,7 @@ func runCall(ctx context.Context, e *env, args []string) int {
 	if err == nil || res.Call.ID != 0 {
 		printResult(e, res, heldBy(err))
 	}
-	return exitFor(e, &g, "call", res, err)
+	return exitFor(e, g, "call", res, err)
 }
 
 // settledMeanwhile re-reads a call that was unknown when Call returned: an
@@ -75,6 +100,27 @@ func settledMeanwhile(ctx context.Context, e *env, en *engine, res guard.Result,
 	return out
 }
 
+// maxArgsBytes bounds the arguments read from stdin or a file: a mistaken
+// "--args -" on a stream must not fill the memory.
+const maxArgsBytes = 16 << 20
+
+// readFileLimited reads a file of at most limit bytes.
+func readFileLimited(path string, limit int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > limit {
+		return nil, fmt.Errorf("%s is over the %d MiB limit", path, limit>>20)
+	}
+	return b, nil
+}
+
 // readArgs reads --args JSON, --args - (stdin) or --args-file F: one JSON
 // object, nothing else.
 func readArgs(e *env, inline, file string) (map[string]any, error) {
@@ -83,15 +129,18 @@ func readArgs(e *env, inline, file string) (map[string]any, error) {
 	case inline != "" && file != "":
 		return nil, fmt.Errorf("give --args or --args-file, not both")
 	case inline == "-":
-		b, err := io.ReadAll(io.LimitReader(e.stdin, 16<<20))
+		b, err := io.ReadAll(io.LimitReader(e.stdin, maxArgsBytes+1))
 		if err != nil {
 			return nil, fmt.Errorf("read arguments from stdin: %v", err)
+		}
+		if len(b) > maxArgsBytes {
+			return nil, fmt.Errorf("the arguments on stdin are over the %d MiB limit", maxArgsBytes>>20)
 		}
 		data = b
 	case inline != "":
 		data = []byte(inline)
 	case file != "":
-		b, err := os.ReadFile(file)
+		b, err := readFileLimited(file, maxArgsBytes)
 		if err != nil {
 			return nil, fmt.Errorf("--args-file: %v", err)
 		}

@@ -30,28 +30,18 @@ query_args = { idempotency_key = "{key}" }
 
 // runConsole opens the operator console. With no server and no journal
 // given it is the guided demo.
-func runConsole(ctx context.Context, e *env, args []string) int {
-	var g globalOpts
-	fs := newFlagSet("console", &g)
-	pos, done := parseFlags(fs, args, e)
-	if done >= 0 {
-		return done
-	}
-	if len(pos) > 0 {
-		fmt.Fprintf(e.stderr, "mcp-confirm: unexpected argument %q\nRun 'mcp-confirm --help' for the commands.\n", pos[0])
-		return exitBadInput
-	}
+func runConsole(ctx context.Context, e *env, g *globalOpts) int {
 	if !isTerminal(e) {
 		fmt.Fprintln(e.stderr, "mcp-confirm: the console needs a terminal on stdin and stdout.\nFor scripts use 'mcp-confirm list', 'show', 'call', 'retry' (see --help).")
 		return exitBadInput
 	}
 	demo := len(e.serverCmd) == 0 && g.config == "" && g.server == "" && g.db == "" && e.getenv("MCP_CONFIRM_DB") == ""
 	if demo {
-		if code := setUpDemo(e, &g); code != exitOK {
+		if code := setUpDemo(e, g); code != exitOK {
 			return code
 		}
 	}
-	en, code := openEngine(ctx, e, &g, "console", 0)
+	en, code := openEngine(ctx, e, g, "console", 0)
 	if en == nil {
 		return code
 	}

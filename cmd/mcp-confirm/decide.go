@@ -5,72 +5,105 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/mcp-confirm/mcp-confirm/guard"
 )
 
-func runRetry(ctx context.Context, e *env, args []string) int {
-	var g globalOpts
-	fs := newFlagSet("retry", &g)
-	note := fs.String("note", "", "why you retry (kept with the decision)")
-	anyServer := fs.Bool("any-server", false, "send even if the server's name differs from the call's (recorded)")
-	redacted := fs.String("args", "", "values of redacted arguments, as a JSON object")
-	pos, done := parseFlags(fs, args, e)
-	if done >= 0 {
-		return done
-	}
-	id, ok := callIDArg("retry", pos, e)
+type retryFlags struct {
+	note, redacted string
+	anyServer      bool
+}
+
+func (c *cli) retryCommand() *cobra.Command {
+	var f retryFlags
+	cmd := c.leaf(&cobra.Command{
+		Use:   "retry ID",
+		Short: "send a call once more, with the same idempotency key",
+		Long: `Send call ID once more with the key it was first sent with, so a server that
+honours keys does it at most once. Only for a call that is unknown or failed;
+the decision is kept in the journal with --note.`,
+		Example: `  mcp-confirm retry 17 --note "the shop says no order 17"
+  mcp-confirm retry 17 --args '{"card":"4111..."}'   # values of redacted arguments`,
+	}, "decide", withServer, func(pos []string) int { return runRetry(c.ctx, c.env, &c.g, f, pos) })
+	fl := cmd.Flags()
+	fl.StringVar(&f.note, "note", "", "why you retry (kept with the decision)")
+	fl.BoolVar(&f.anyServer, "any-server", false, "send even if the server's name differs from the call's (recorded)")
+	fl.StringVar(&f.redacted, "args", "", "values of redacted arguments, as a JSON object")
+	cmd.ValidArgsFunction = c.completeCalls(decidable)
+	return cmd
+}
+
+func runRetry(ctx context.Context, e *env, g *globalOpts, f retryFlags, pos []string) int {
+	id, ok := callIDArg("retry", pos, e, 0)
 	if !ok {
 		return exitBadInput
 	}
-	values, err := readArgs(e, *redacted, "")
+	values, err := readArgs(e, f.redacted, "")
 	if err != nil {
 		fmt.Fprintf(e.stderr, "mcp-confirm retry: %v\nNothing was sent.\n", err)
 		return exitBadInput
 	}
-	en, code := openEngine(ctx, e, &g, "retry", id)
+	en, code := openEngine(ctx, e, g, "retry", id)
 	if en == nil {
 		return code
 	}
 	defer en.close()
-	res, err := en.guard.Retry(ctx, id, guard.RetryOptions{Note: *note, AnyServer: *anyServer, Redacted: values})
+	res, err := en.guard.Retry(ctx, id, guard.RetryOptions{Note: f.note, AnyServer: f.anyServer, Redacted: values})
 	if err == nil {
 		printResult(e, res, 0)
 	}
-	return exitFor(e, &g, "retry", res, err)
+	return exitFor(e, g, "retry", res, err)
 }
 
-func runQuery(ctx context.Context, e *env, args []string) int {
-	var g globalOpts
-	fs := newFlagSet("query", &g)
-	tool := fs.String("tool", "", "the read tool to run (default: the policy's query_tool)")
-	qargs := fs.String("args", "", "its arguments as a JSON object; {key} and {arg.NAME} are filled in")
-	note := fs.String("note", "", "a note kept with the evidence")
-	anyServer := fs.Bool("any-server", false, "query even if the server's name differs from the call's (recorded)")
-	pos, done := parseFlags(fs, args, e)
-	if done >= 0 {
-		return done
-	}
-	id, ok := callIDArg("query", pos, e)
+type queryFlags struct {
+	tool, args, note string
+	anyServer        bool
+}
+
+func (c *cli) queryCommand() *cobra.Command {
+	var f queryFlags
+	cmd := c.leaf(&cobra.Command{
+		Use:   "query ID [--tool READ_TOOL --args JSON]",
+		Short: "ask the server whether a call took effect; the answer is kept as evidence",
+		Long: `Run a read tool to find out what became of call ID: the policy's query_tool
+for its tool, or the one given with --tool. The answer is kept with the call
+as evidence, with a proposal; the call's state does not change until you
+decide.`,
+		Example: `  mcp-confirm query 17
+  mcp-confirm query 17 --tool find_orders --args '{"idempotency_key":"{key}"}'`,
+	}, "decide", withServer, func(pos []string) int { return runQuery(c.ctx, c.env, &c.g, f, pos) })
+	fl := cmd.Flags()
+	fl.StringVar(&f.tool, "tool", "", "the read tool to run (default: the policy's query_tool)")
+	fl.StringVar(&f.args, "args", "", "its arguments as a JSON object; {key} and {arg.NAME} are filled in")
+	fl.StringVar(&f.note, "note", "", "a note kept with the evidence")
+	fl.BoolVar(&f.anyServer, "any-server", false, "query even if the server's name differs from the call's (recorded)")
+	cmd.ValidArgsFunction = c.completeCalls(decidable)
+	return cmd
+}
+
+func runQuery(ctx context.Context, e *env, g *globalOpts, f queryFlags, pos []string) int {
+	id, ok := callIDArg("query", pos, e, 0)
 	if !ok {
 		return exitBadInput
 	}
-	if *qargs != "" && *tool == "" {
+	if f.args != "" && f.tool == "" {
 		fmt.Fprintln(e.stderr, "mcp-confirm query: --args needs --tool\nName the read tool to run with them.")
 		return exitBadInput
 	}
-	values, err := readArgs(e, *qargs, "")
+	values, err := readArgs(e, f.args, "")
 	if err != nil {
 		fmt.Fprintf(e.stderr, "mcp-confirm query: %v\nNothing was sent.\n", err)
 		return exitBadInput
 	}
-	en, code := openEngine(ctx, e, &g, "query", id)
+	en, code := openEngine(ctx, e, g, "query", id)
 	if en == nil {
 		return code
 	}
 	defer en.close()
-	res, err := en.guard.Query(ctx, id, guard.QueryOptions{Tool: *tool, Args: values, Note: *note, AnyServer: *anyServer})
+	res, err := en.guard.Query(ctx, id, guard.QueryOptions{Tool: f.tool, Args: values, Note: f.note, AnyServer: f.anyServer})
 	if err != nil {
-		return exitFor(e, &g, "query", res, err)
+		return exitFor(e, g, "query", res, err)
 	}
 	// Print the call's state, not the read's: a query never changes it, and
 	// {"id":1,"state":"succeeded"} for a call that is still unknown would
@@ -88,41 +121,49 @@ func runQuery(ctx context.Context, e *env, args []string) int {
 	return exitOK
 }
 
-func runAbandon(ctx context.Context, e *env, args []string) int {
-	return decide(ctx, e, args, "abandon", func(en *engine, id int64, note string) error {
-		return en.guard.Abandon(ctx, id, note)
-	})
+// decisions are the journal-only decisions: they need no server, so none
+// is started.
+var decisions = map[string]func(g *guard.Guard, ctx context.Context, id int64, note string) error{
+	"abandon": (*guard.Guard).Abandon,
+	"mark":    (*guard.Guard).MarkApplied,
+	"note":    (*guard.Guard).Note,
+	"ack":     (*guard.Guard).Ack,
 }
 
-func runMark(ctx context.Context, e *env, args []string) int {
-	return decide(ctx, e, args, "mark", func(en *engine, id int64, note string) error {
-		return en.guard.MarkApplied(ctx, id, note)
-	})
-}
-
-func runNote(ctx context.Context, e *env, args []string) int {
-	return decide(ctx, e, args, "note", func(en *engine, id int64, note string) error {
-		return en.guard.Note(ctx, id, note)
-	})
-}
-
-func runAck(ctx context.Context, e *env, args []string) int {
-	return decide(ctx, e, args, "ack", func(en *engine, id int64, note string) error {
-		return en.guard.Ack(ctx, id, note)
-	})
-}
-
-// decide runs abandon, mark, note and ack: journal-only decisions that need no
-// server, so none is started.
-func decide(ctx context.Context, e *env, args []string, cmd string, do func(*engine, int64, string) error) int {
-	var g globalOpts
-	fs := newFlagSet(cmd, &g)
-	note := fs.String("note", "", "why (kept with the decision)")
-	pos, done := parseFlags(fs, args, e)
-	if done >= 0 {
-		return done
+func (c *cli) decideCommand(name, args, short, example string) *cobra.Command {
+	var note string
+	cmd := c.leaf(&cobra.Command{Use: name + " " + args, Short: short, Example: example},
+		"decide", journalOnly, func(pos []string) int { return runDecision(c.ctx, c.env, &c.g, name, note, pos) })
+	cmd.Flags().StringVar(&note, "note", "", "why (kept with the decision)")
+	which := decidable
+	switch name {
+	case "note":
+		which = anyCall
+	case "ack":
+		which = settledLate
 	}
-	id, ok := callIDArg(cmd, pos, e)
+	cmd.ValidArgsFunction = c.completeCalls(which)
+	if name == "mark" {
+		cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, word string) ([]string, cobra.ShellCompDirective) {
+			if len(args) == 1 {
+				return []string{"applied\tit took effect"}, cobra.ShellCompDirectiveNoFileComp
+			}
+			return c.completeCalls(decidable)(cmd, args, word)
+		}
+	}
+	return cmd
+}
+
+// runDecision runs abandon, mark, note and ack.
+func runDecision(ctx context.Context, e *env, g *globalOpts, cmd, note string, pos []string) int {
+	extra := 0
+	switch cmd {
+	case "mark":
+		extra = 1
+	case "note":
+		extra = -1 // the note's words
+	}
+	id, ok := callIDArg(cmd, pos, e, extra)
 	if !ok {
 		return exitBadInput
 	}
@@ -135,27 +176,22 @@ func decide(ctx context.Context, e *env, args []string, cmd string, do func(*eng
 		}
 	case "note":
 		text := strings.TrimSpace(strings.Join(rest, " "))
-		if text == "" && *note == "" {
+		if text == "" && note == "" {
 			fmt.Fprintf(e.stderr, "mcp-confirm note: the note is empty\nExample: mcp-confirm note %d \"checked with finance\"\n", id)
 			return exitBadInput
 		}
 		if text != "" {
-			*note = strings.TrimSpace(text + " " + *note)
-		}
-	default:
-		if len(rest) > 0 {
-			fmt.Fprintf(e.stderr, "mcp-confirm %s: unexpected argument %q\nPut the note in --note \"...\".\n", cmd, rest[0])
-			return exitBadInput
+			note = strings.TrimSpace(text + " " + note)
 		}
 	}
-	j, code := openJournal(ctx, e, &g)
+	j, code := openJournal(ctx, e, g)
 	if j == nil {
 		return code
 	}
 	defer j.Close()
 	en := &engine{journal: j, guard: guard.New(j, nil, guard.Options{})}
-	if err := do(en, id, *note); err != nil {
-		return exitFor(e, &g, cmd, guard.Result{}, err)
+	if err := decisions[cmd](en.guard, ctx, id, note); err != nil {
+		return exitFor(e, g, cmd, guard.Result{}, err)
 	}
 	c, err := j.Get(ctx, id)
 	switch {

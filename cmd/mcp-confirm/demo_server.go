@@ -3,21 +3,30 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
+
+	"github.com/spf13/cobra"
 
 	"github.com/mcp-confirm/mcp-confirm/demo"
 )
 
 // runDemoServer serves the built-in orders server over stdin/stdout until
 // stdin closes. Logs go to stderr: stdout carries the protocol only.
-func runDemoServer(ctx context.Context, e *env, args []string) int {
+func (c *cli) demoServerCommand() *cobra.Command {
 	var o demo.Options
-	fs := flag.NewFlagSet("demo-server", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	cmd := c.leaf(&cobra.Command{
+		Use:   "demo-server [--db FILE] [fault flags]",
+		Short: "the built-in orders server (MCP over stdio), with faults to order",
+		Long: `The built-in orders server: create_order (a write that honours idempotency
+keys), find_orders, get_budget. Its flags make the faults mcp-confirm exists
+for: an answer lost after the order is committed, a late answer, a garbled one.
+Its --db is the demo's own orders file, not a journal.`,
+		Example: `  mcp-confirm demo-server --db /tmp/demo/orders.db
+  mcp-confirm call create_order --args '{"item":"widget"}' -- mcp-confirm demo-server --hang-after-commit 1`,
+	}, "serve", nil, func(pos []string) int { return runDemoServer(c.ctx, c.env, o, pos) })
+	fs := cmd.Flags()
 	fs.StringVar(&o.DB, "db", "", "the demo's SQLite file (default: a temporary file, removed on exit)")
 	fs.DurationVar(&o.Delay, "delay", 0, "every create_order takes this long, sending progress every 250ms")
 	fs.IntVar(&o.HangAfterCommit, "hang-after-commit", 0, "the first N create_order executions commit, then never answer")
@@ -26,16 +35,18 @@ func runDemoServer(ctx context.Context, e *env, args []string) int {
 	fs.IntVar(&o.AnswerTwice, "answer-twice", 0, "the first N create_order answers are written twice; the second copy differs (another order_id) when the order id is odd")
 	fs.Float64Var(&o.FailRate, "fail-rate", 0, "share (0 to 1) of create_order executions that fail before committing")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed for --fail-rate draws")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			printFlagHelp(e.stdout, fs)
-			return exitOK
-		}
-		return demoUsageError(e, err.Error())
-	}
+	cmd.ValidArgsFunction = cobra.NoFileCompletions
+	return cmd
+}
+
+// runDemoServer serves the built-in orders server over stdin/stdout until
+// stdin closes. Logs go to stderr: stdout carries the protocol only.
+func runDemoServer(ctx context.Context, e *env, o demo.Options, pos []string) int {
 	switch {
-	case fs.NArg() > 0:
-		return demoUsageError(e, fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
+	case len(pos) > 0:
+		return demoUsageError(e, fmt.Sprintf("unexpected argument %q", pos[0]))
+	case len(e.serverCmd) > 0:
+		return demoUsageError(e, "the demo server takes no server command after --")
 	case o.Delay < 0:
 		return demoUsageError(e, "--delay must not be negative")
 	case o.AnswerAfter < 0:

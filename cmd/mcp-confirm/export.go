@@ -8,38 +8,47 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/mcp-confirm/mcp-confirm/pending"
 	"github.com/mcp-confirm/mcp-confirm/termtext"
 )
 
-func runExport(ctx context.Context, e *env, args []string) int {
-	var g globalOpts
-	fs := newFlagSet("export", &g)
-	format := fs.String("format", "jsonl", "jsonl (one call per line, with attempts and decisions) or csv (one row per call, attempt and decision)")
-	sinceArg := fs.String("since", "", "only calls created at or after this time (RFC 3339, a date 2006-01-02, or a duration ago like 24h)")
-	pos, done := parseFlags(fs, args, e)
-	if done >= 0 {
-		return done
-	}
+func (c *cli) exportCommand() *cobra.Command {
+	var format, since string
+	cmd := c.leaf(&cobra.Command{
+		Use:     "export [--format jsonl|csv] [--since WHEN]",
+		Short:   "every call, attempt and decision as jsonl or csv",
+		Example: "  mcp-confirm export --since 24h > today.jsonl\n  mcp-confirm export --format csv --since 2026-12-01",
+	}, "read", journalOnly, func(pos []string) int { return runExport(c.ctx, c.env, &c.g, format, since, pos) })
+	fl := cmd.Flags()
+	fl.StringVar(&format, "format", "jsonl", "jsonl (one call per line, with attempts and decisions) or csv (one row per call, attempt and decision)")
+	fl.StringVar(&since, "since", "", "only calls created at or after this time (RFC 3339, a date 2006-01-02, or a duration ago like 24h)")
+	cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{"jsonl", "csv"}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.ValidArgsFunction = cobra.NoFileCompletions
+	return cmd
+}
+
+func runExport(ctx context.Context, e *env, g *globalOpts, format, sinceArg string, pos []string) int {
 	if len(pos) > 0 {
 		fmt.Fprintf(e.stderr, "mcp-confirm export: unexpected argument %q\nUse --format and --since.\n", pos[0])
 		return exitBadInput
 	}
-	if *format != "jsonl" && *format != "csv" {
-		fmt.Fprintf(e.stderr, "mcp-confirm export: no format %q\nUse --format jsonl or --format csv.\n", *format)
+	if format != "jsonl" && format != "csv" {
+		fmt.Fprintf(e.stderr, "mcp-confirm export: no format %q\nUse --format jsonl or --format csv.\n", format)
 		return exitBadInput
 	}
-	since, err := parseSince(*sinceArg, time.Now())
+	since, err := parseSince(sinceArg, time.Now())
 	if err != nil {
-		fmt.Fprintf(e.stderr, "mcp-confirm export: --since %q: %v\nGive an RFC 3339 time (2026-12-01T09:00:00Z), a date (2026-12-01) or a duration ago (24h).\n", *sinceArg, err)
+		fmt.Fprintf(e.stderr, "mcp-confirm export: --since %q: %v\nGive an RFC 3339 time (2026-12-01T09:00:00Z), a date (2026-12-01) or a duration ago (24h).\n", sinceArg, err)
 		return exitBadInput
 	}
-	j, code := openJournalReadOnly(ctx, e, &g)
+	j, code := openJournalReadOnly(ctx, e, g)
 	if j == nil {
 		return code
 	}
 	defer j.Close()
-	if *format == "jsonl" {
+	if format == "jsonl" {
 		enc := json.NewEncoder(validUTF8{e.stdout})
 		err = j.Export(ctx, since, func(c pending.Call) error { return enc.Encode(c) })
 	} else {

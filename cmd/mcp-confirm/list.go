@@ -8,34 +8,56 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/mcp-confirm/mcp-confirm/pending"
 	"github.com/mcp-confirm/mcp-confirm/termtext"
 )
 
-func runList(ctx context.Context, e *env, args []string) int {
-	var g globalOpts
-	fs := newFlagSet("list", &g)
-	state := fs.String("state", "", "only calls in this state (in_flight, succeeded, failed, unknown, applied, abandoned)")
-	tool := fs.String("tool", "", "only calls of this tool")
-	limit := fs.Int("limit", 0, "at most this many calls (0: all)")
-	pos, done := parseFlags(fs, args, e)
-	if done >= 0 {
-		return done
-	}
+type listFlags struct {
+	state, tool string
+	limit       int
+	limitGiven  bool
+}
+
+func (c *cli) listCommand() *cobra.Command {
+	var f listFlags
+	cmd := c.leaf(&cobra.Command{
+		Use:     "list [--state STATE] [--tool TOOL] [--limit N]",
+		Short:   "list calls, newest first",
+		Example: "  mcp-confirm list --state unknown\n  mcp-confirm list --tool create_order --limit 20 --json",
+	}, "read", journalJSON, func(pos []string) int { return runList(c.ctx, c.env, &c.g, f, pos) })
+	fl := cmd.Flags()
+	fl.StringVar(&f.state, "state", "", "only calls in this state ("+stateNames()+")")
+	fl.StringVar(&f.tool, "tool", "", "only calls of this tool")
+	fl.IntVar(&f.limit, "limit", 0, "at most this many calls (leave it out for all)")
+	cmd.PreRun = func(cmd *cobra.Command, _ []string) { f.limitGiven = cmd.Flags().Changed("limit") }
+	cmd.RegisterFlagCompletionFunc("state", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return strings.Split(stateNames(), ", "), cobra.ShellCompDirectiveNoFileComp
+	})
+	cmd.ValidArgsFunction = cobra.NoFileCompletions
+	return cmd
+}
+
+func runList(ctx context.Context, e *env, g *globalOpts, fl listFlags, pos []string) int {
 	if len(pos) > 0 {
 		fmt.Fprintf(e.stderr, "mcp-confirm list: unexpected argument %q\nUse --state and --tool to filter.\n", pos[0])
 		return exitBadInput
 	}
-	f := pending.Filter{Tool: *tool, Limit: *limit}
-	if *state != "" {
-		s := pending.State(*state)
+	if fl.limitGiven && fl.limit < 1 {
+		fmt.Fprintf(e.stderr, "mcp-confirm list: --limit must be at least 1 (got %d)\nLeave --limit out to list every call.\n", fl.limit)
+		return exitBadInput
+	}
+	f := pending.Filter{Tool: fl.tool, Limit: fl.limit}
+	if fl.state != "" {
+		s := pending.State(fl.state)
 		if !s.Valid() {
-			fmt.Fprintf(e.stderr, "mcp-confirm list: no state %q\nUse one of: %s.\n", *state, stateNames())
+			fmt.Fprintf(e.stderr, "mcp-confirm list: no state %q\nUse one of: %s.\n", fl.state, stateNames())
 			return exitBadInput
 		}
 		f.States = []pending.State{s}
 	}
-	j, code := openJournalReadOnly(ctx, e, &g)
+	j, code := openJournalReadOnly(ctx, e, g)
 	if j == nil {
 		return code
 	}

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
+	"github.com/charmbracelet/x/term"
+	"github.com/spf13/cobra"
 	"gopkg.in/natefinch/lumberjack.v2"
 
 	"github.com/mcp-confirm/mcp-confirm/guard"
@@ -30,69 +34,124 @@ func openLog(path string, maxMB, backups int) (io.WriteCloser, error) {
 	return &lumberjack.Logger{Filename: path, MaxSize: maxMB, MaxBackups: backups}, nil
 }
 
+type proxyFlags struct {
+	logPath            string
+	logMax, logBackups int
+	demo               bool
+}
+
+func (c *cli) proxyCommand() *cobra.Command {
+	var f proxyFlags
+	cmd := c.leaf(&cobra.Command{
+		Use:   "proxy [--log FILE] -- SERVER_COMMAND [ARGS...]",
+		Short: "stdio MCP proxy for hosts: guards tool calls on the way to the server",
+		Long: fmt.Sprintf(`Serve an MCP host on stdin/stdout in front of the server given after -- (or
+--config/--server), guarding its tool calls: every write is journaled before
+it is sent and never resent. stdout carries MCP messages only; logs go to
+stderr or --log. The proxy's write timeout defaults to %s, under the hosts'
+own 60 s.`, proxy.DefaultTimeout),
+		Example: `  mcp-confirm proxy --db ~/orders.db -- npx -y @acme/orders-mcp
+  mcp-confirm proxy --config ~/.cursor/mcp.json --server orders --log /tmp/proxy.log`,
+	}, "serve", withServer, func(pos []string) int { return runProxy(c.ctx, c.env, &c.g, f, pos) })
+	fl := cmd.Flags()
+	fl.StringVar(&f.logPath, "log", "", "write the proxy's log (and the server's stderr) to this file instead of stderr")
+	fl.IntVar(&f.logMax, "log-max-mb", 10, "with --log: rotate the log at this many MiB")
+	fl.IntVar(&f.logBackups, "log-backups", 3, "with --log: keep this many rotated logs (FILE-<time>.log)")
+	fl.BoolVar(&f.demo, "demo", false, "serve the built-in demo orders server (when no server is given)")
+	cmd.ValidArgsFunction = cobra.NoFileCompletions
+	return cmd
+}
+
 // runProxy serves an MCP host on stdin/stdout in front of the server given
 // after -- (or --config/--server), guarding its tool calls (SPEC §5a).
 // stdout carries MCP messages only; logs go to stderr or --log.
-func runProxy(ctx context.Context, e *env, args []string) int {
-	var g globalOpts
-	fs := newFlagSet("proxy", &g)
-	logPath := fs.String("log", "", "write the proxy's log (and the server's stderr) to this file instead of stderr")
-	logMax := fs.Int("log-max-mb", 10, "with --log: rotate the log at this many MiB")
-	logBackups := fs.Int("log-backups", 3, "with --log: keep this many rotated logs (FILE-<time>.log)")
-	fs.Lookup("timeout").Usage = fmt.Sprintf("write timeout (default %s, under the hosts' own 40-60s)", proxy.DefaultTimeout)
-	pos, done := parseFlags(fs, args, e)
-	if done >= 0 {
-		return done
-	}
-	if len(pos) > 0 {
-		fmt.Fprintf(e.stderr, "mcp-confirm proxy: unexpected argument %q\nGive the server after --, e.g. mcp-confirm proxy -- npx -y @modelcontextprotocol/server-filesystem /tmp\n", pos[0])
-		return exitBadInput
-	}
-	if g.timeout < 0 {
-		fmt.Fprintf(e.stderr, "mcp-confirm proxy: --timeout must be positive\nGive a duration like 50s.\n")
-		return exitBadInput
-	}
-	var policy *guard.Policy
-	if g.policy != "" {
-		p, err := guard.LoadPolicy(g.policy)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "mcp-confirm proxy: %v\nFix the policy file (see README, \"Policy\") and run again.\n", err)
-			return exitBadInput
-		}
-		policy = p
-	}
-	if *logMax < 1 || *logBackups < 0 {
-		fmt.Fprintf(e.stderr, "mcp-confirm proxy: --log-max-mb must be at least 1 and --log-backups at least 0\nGive sizes like --log-max-mb 10 --log-backups 3.\n")
-		return exitBadInput
-	}
-	logw := io.Writer(e.stderr)
-	if *logPath != "" {
-		f, err := openLog(*logPath, *logMax, *logBackups)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "mcp-confirm proxy: --log: %v\nGive a writable file.\n", err)
-			return exitBadInput
-		}
-		defer f.Close()
-		logw = f
-	}
-	j, code := openJournal(ctx, e, &g)
-	if j == nil {
+func runProxy(ctx context.Context, e *env, g *globalOpts, f proxyFlags, pos []string) int {
+	// What is wrong before the proxy can serve is said twice: on stderr (a
+	// log the host may keep) and as the answer to the host's first request,
+	// which the host shows (else it says only "server disconnected").
+	var said bytes.Buffer
+	pe := *e
+	pe.stderr = io.MultiWriter(e.stderr, &said)
+	p, closeAll, code := prepareProxy(ctx, &pe, g, f, pos)
+	if p == nil {
+		refuseHost(ctx, e, said.String())
 		return code
 	}
-	defer j.Close()
-	choice, err := serverSpec(e, &g, filepath.Join(filepath.Dir(j.Path()), "demo-server.db"))
-	if err != nil {
-		fmt.Fprintf(e.stderr, "mcp-confirm proxy: %v\nRun 'mcp-confirm --help' for server selection.\n", err)
-		return exitBadInput
-	}
-	p := proxy.New(proxy.Options{
-		Server: choice.spec, Identity: choice.identity, Journal: j, Policy: policy, Timeout: g.timeout, Version: version,
-		Logger:       slog.New(slog.NewTextHandler(logw, nil)).With("from", "mcp-confirm proxy"),
-		ServerStderr: logw,
-	})
+	defer closeAll()
 	if err := p.Run(ctx, e.stdin, e.stdout); err != nil {
 		fmt.Fprintf(e.stderr, "mcp-confirm proxy: %v\nCheck that the server starts on its own (run its command by hand).\n", err)
 		return exitUnavailable
 	}
 	return exitOK
+}
+
+// refuseWait bounds how long a proxy that cannot serve waits for the host's
+// first request to answer it.
+const refuseWait = 10 * time.Second
+
+// refuseHost answers the host's first request with the reason the proxy
+// cannot serve, unless stdin is a terminal (a person, who has read stderr).
+func refuseHost(ctx context.Context, e *env, reason string) {
+	if f, ok := e.stdin.(*os.File); ok && term.IsTerminal(f.Fd()) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, refuseWait)
+	defer cancel()
+	_ = proxy.Refuse(ctx, e.stdin, e.stdout, reason)
+}
+
+// prepareProxy checks everything the proxy needs before it serves: the
+// flags, the policy, the log, the journal and the server. Errors are
+// printed; p is nil when one stops it, and code is then the exit code.
+func prepareProxy(ctx context.Context, e *env, g *globalOpts, f proxyFlags, pos []string) (p *proxy.Proxy, closeAll func(), code int) {
+	if len(pos) > 0 {
+		fmt.Fprintf(e.stderr, "mcp-confirm proxy: unexpected argument %q\nGive the server after --, e.g. mcp-confirm proxy -- npx -y @modelcontextprotocol/server-filesystem /tmp\n", pos[0])
+		return nil, nil, exitBadInput
+	}
+	if len(e.serverCmd) == 0 && g.config == "" && g.server == "" && !f.demo {
+		fmt.Fprintln(e.stderr, "mcp-confirm proxy: no server given: the proxy would serve the built-in demo orders server to the model\n"+
+			"Give the server after -- (mcp-confirm proxy -- npx -y @acme/orders), or --config F --server N; --demo serves the demo.")
+		return nil, nil, exitBadInput
+	}
+	var policy *guard.Policy
+	if g.policy != "" {
+		pol, err := guard.LoadPolicy(g.policy)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "mcp-confirm proxy: %v\nFix the policy file (see README, \"Policy\") and run again.\n", err)
+			return nil, nil, exitBadInput
+		}
+		policy = pol
+	}
+	if f.logMax < 1 || f.logBackups < 0 {
+		fmt.Fprintf(e.stderr, "mcp-confirm proxy: --log-max-mb must be at least 1 and --log-backups at least 0\nGive sizes like --log-max-mb 10 --log-backups 3.\n")
+		return nil, nil, exitBadInput
+	}
+	logw := io.Writer(e.stderr)
+	var logFile io.Closer = io.NopCloser(nil)
+	if f.logPath != "" {
+		lf, err := openLog(f.logPath, f.logMax, f.logBackups)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "mcp-confirm proxy: --log: %v\nGive a writable file.\n", err)
+			return nil, nil, exitBadInput
+		}
+		logw, logFile = lf, lf
+	}
+	j, code := openJournal(ctx, e, g)
+	if j == nil {
+		logFile.Close()
+		return nil, nil, code
+	}
+	choice, err := serverSpec(e, g, filepath.Join(filepath.Dir(j.Path()), "demo-server.db"))
+	if err != nil {
+		j.Close()
+		logFile.Close()
+		fmt.Fprintf(e.stderr, "mcp-confirm proxy: %v\nRun 'mcp-confirm proxy --help' for server selection.\n", err)
+		return nil, nil, exitBadInput
+	}
+	p = proxy.New(proxy.Options{
+		Server: choice.spec, Identity: choice.identity, Journal: j, Policy: policy, Timeout: g.timeout, Version: version,
+		Logger:       slog.New(slog.NewTextHandler(logw, nil)).With("from", "mcp-confirm proxy"),
+		ServerStderr: logw,
+	})
+	return p, func() { j.Close(); logFile.Close() }, exitOK
 }

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +32,7 @@ func TestProxyCommandEdges(t *testing.T) {
 		{"unwritable log", []string{"proxy", "--db", db, "--log", filepath.Join(dir, "no", "such", "dir", "x.log"), "--", "true"}, exitBadInput, "--log"},
 		{"server does not start", []string{"proxy", "--db", db, "--", filepath.Join(dir, "no-such-server")}, exitUnavailable, "starts on its own"},
 		{"log cap zero", []string{"proxy", "--db", db, "--log", filepath.Join(dir, "x.log"), "--log-max-mb", "0", "--", "true"}, exitBadInput, "--log-max-mb"},
+		{"no server", []string{"proxy", "--db", db}, exitBadInput, "no server given"},
 		{"both server forms", []string{"proxy", "--db", db, "--config", "x.json", "--server", "s", "--", "true"}, exitBadInput, "not both"},
 	}
 	for _, c := range cases {
@@ -53,5 +57,52 @@ func TestProxyCommandEdges(t *testing.T) {
 				t.Errorf("stderr %q does not mention %q", stderr, c.stderr)
 			}
 		})
+	}
+}
+
+// A proxy that cannot serve answers the host's initialize with the reason,
+// so that the host shows it (Claude Desktop says only "server
+// disconnected" when the process just exits).
+func TestProxyTellsTheHostWhyItCannotServe(t *testing.T) {
+	dir := t.TempDir()
+	notJournal := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(notJournal, []byte("my notes"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}` + "\n"
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"bad --db", []string{"proxy", "--db", notJournal, "--", "true"}, exitUnavailable, "not an mcp-confirm journal"},
+		{"no server", []string{"proxy", "--db", filepath.Join(dir, "j.db")}, exitBadInput, "no server given"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			e := &env{stdin: strings.NewReader(initialize), stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}
+			code := run(context.Background(), tc.args, e)
+			var answer struct {
+				ID    int `json:"id"`
+				Error struct {
+					Code    int    `json:"code"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal(out.Bytes(), &answer); err != nil {
+				t.Fatalf("stdout %q is not one JSON-RPC answer: %v", out.String(), err)
+			}
+			if code != tc.code || answer.ID != 1 || answer.Error.Code != -32603 || !strings.Contains(answer.Error.Message, tc.want) {
+				t.Fatalf("exit %d (want %d), answer %+v (want id 1, code -32603, %q)\nstderr: %s", code, tc.code, answer, tc.want, errb.String())
+			}
+			if !strings.Contains(errb.String(), tc.want) {
+				t.Errorf("stderr %q does not say %q", errb.String(), tc.want)
+			}
+		})
+	}
+	if b, _ := os.ReadFile(notJournal); string(b) != "my notes" {
+		t.Fatal("the refused --db file was changed")
 	}
 }

@@ -115,7 +115,7 @@ func TestReadCommandErrors(t *testing.T) {
 		{[]string{"list", "--db", text}, exitUnavailable, "not an mcp-confirm journal"},
 		{[]string{"export", "--format", "xml", "--db", db}, exitBadInput, "no format"},
 		{[]string{"export", "--since", "yesterday", "--db", db}, exitBadInput, "--since"},
-		{[]string{"list", "--bogus"}, exitBadInput, "flag provided but not defined"},
+		{[]string{"list", "--bogus"}, exitBadInput, "unknown flag: --bogus"},
 		{[]string{"frobnicate"}, exitBadInput, "unknown command"},
 	}
 	for _, tc := range cases {

@@ -10,23 +10,29 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/mcp-confirm/mcp-confirm/guard"
 	"github.com/mcp-confirm/mcp-confirm/pending"
 	"github.com/mcp-confirm/mcp-confirm/termtext"
 )
 
-func runShow(ctx context.Context, e *env, args []string) int {
-	var g globalOpts
-	fs := newFlagSet("show", &g)
-	pos, done := parseFlags(fs, args, e)
-	if done >= 0 {
-		return done
-	}
-	id, ok := callIDArg("show", pos, e)
+func (c *cli) showCommand() *cobra.Command {
+	cmd := c.leaf(&cobra.Command{
+		Use:     "show ID",
+		Short:   "one call with its attempts, decisions and evidence",
+		Example: "  mcp-confirm show 17\n  mcp-confirm show 17 --json | jq .attempts",
+	}, "read", journalJSON, func(pos []string) int { return runShow(c.ctx, c.env, &c.g, pos) })
+	cmd.ValidArgsFunction = c.completeCalls(anyCall)
+	return cmd
+}
+
+func runShow(ctx context.Context, e *env, g *globalOpts, pos []string) int {
+	id, ok := callIDArg("show", pos, e, 0)
 	if !ok {
 		return exitBadInput
 	}
-	j, code := openJournalReadOnly(ctx, e, &g)
+	j, code := openJournalReadOnly(ctx, e, g)
 	if j == nil {
 		return code
 	}
@@ -47,8 +53,10 @@ func runShow(ctx context.Context, e *env, args []string) int {
 	return exitOK
 }
 
-// callIDArg reads the one positional call id of show/query/retry/...
-func callIDArg(cmd string, pos []string, e *env) (int64, bool) {
+// callIDArg reads the call id that is the first positional argument of
+// show/query/retry/...; extra is how many more words the command takes
+// (-1: any number).
+func callIDArg(cmd string, pos []string, e *env, extra int) (int64, bool) {
 	if len(pos) == 0 {
 		fmt.Fprintf(e.stderr, "mcp-confirm %s: which call? Give its id\nRun 'mcp-confirm list' to see the ids.\n", cmd)
 		return 0, false
@@ -56,6 +64,14 @@ func callIDArg(cmd string, pos []string, e *env) (int64, bool) {
 	id, err := strconv.ParseInt(pos[0], 10, 64)
 	if err != nil || id <= 0 {
 		fmt.Fprintf(e.stderr, "mcp-confirm %s: %q is not a call id (a positive number)\nRun 'mcp-confirm list' to see the ids.\n", cmd, pos[0])
+		return 0, false
+	}
+	if extra >= 0 && len(pos) > 1+extra {
+		hint := "One call at a time; put a note in --note \"...\"."
+		if cmd == "show" {
+			hint = "One call at a time; 'mcp-confirm list' shows many."
+		}
+		fmt.Fprintf(e.stderr, "mcp-confirm %s: unexpected argument %q\n%s\n", cmd, pos[1+extra], hint)
 		return 0, false
 	}
 	return id, true

@@ -7,28 +7,35 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"github.com/mcp-confirm/mcp-confirm/pending"
 	"github.com/mcp-confirm/mcp-confirm/termtext"
 )
 
-func runStats(ctx context.Context, e *env, args []string) int {
-	var g globalOpts
-	fs := newFlagSet("stats", &g)
-	check := fs.Bool("check", false, "check the journal file for damage (SQLite quick_check): exit 0 if sound, 5 if damaged")
-	pos, done := parseFlags(fs, args, e)
-	if done >= 0 {
-		return done
-	}
+func (c *cli) statsCommand() *cobra.Command {
+	var check bool
+	cmd := c.leaf(&cobra.Command{
+		Use:     "stats [--check]",
+		Short:   "calls by tool and state, unknowns, retries, dedupe hits",
+		Example: "  mcp-confirm stats\n  mcp-confirm stats --check   # exit 5 if the journal file is damaged",
+	}, "read", journalJSON, func(pos []string) int { return runStats(c.ctx, c.env, &c.g, check, pos) })
+	cmd.Flags().BoolVar(&check, "check", false, "check the journal file for damage (SQLite quick_check): exit 0 if sound, 5 if damaged")
+	cmd.ValidArgsFunction = cobra.NoFileCompletions
+	return cmd
+}
+
+func runStats(ctx context.Context, e *env, g *globalOpts, check bool, pos []string) int {
 	if len(pos) > 0 {
 		fmt.Fprintf(e.stderr, "mcp-confirm stats: unexpected argument %q\nRun 'mcp-confirm stats' or 'mcp-confirm stats --json'.\n", pos[0])
 		return exitBadInput
 	}
-	j, code := openJournalReadOnly(ctx, e, &g)
+	j, code := openJournalReadOnly(ctx, e, g)
 	if j == nil {
 		return code
 	}
 	defer j.Close()
-	if *check {
+	if check {
 		return checkJournal(ctx, e, j, g.json)
 	}
 	st, err := j.Stats(ctx)

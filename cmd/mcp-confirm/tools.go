@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"github.com/mcp-confirm/mcp-confirm/guard"
 	"github.com/mcp-confirm/mcp-confirm/termtext"
 )
@@ -12,25 +14,30 @@ import (
 // runTools lists the server's tools with the kind the guard gives each
 // (read or write) and where that came from, so an operator can check the
 // policy before the first call.
-func runTools(ctx context.Context, e *env, args []string) int {
-	var g globalOpts
-	fs := newFlagSet("tools", &g)
-	pos, done := parseFlags(fs, args, e)
-	if done >= 0 {
-		return done
-	}
+func (c *cli) toolsCommand() *cobra.Command {
+	cmd := c.leaf(&cobra.Command{
+		Use:   "tools [-- SERVER_COMMAND [ARGS...]]",
+		Short: "the server's tools, each with its kind (read/write) and why",
+		Example: `  mcp-confirm tools -- npx -y @modelcontextprotocol/server-filesystem /tmp
+  mcp-confirm tools --config .mcp.json --server orders --policy policy.toml`,
+	}, "calls", withServer, func(pos []string) int { return runTools(c.ctx, c.env, &c.g, pos) })
+	cmd.ValidArgsFunction = cobra.NoFileCompletions
+	return cmd
+}
+
+func runTools(ctx context.Context, e *env, g *globalOpts, pos []string) int {
 	if len(pos) > 0 {
 		fmt.Fprintf(e.stderr, "mcp-confirm tools: unexpected argument %q\nRun 'mcp-confirm tools [-- SERVER_COMMAND]'.\n", pos[0])
 		return exitBadInput
 	}
-	en, code := openEngine(ctx, e, &g, "tools", 0)
+	en, code := openEngine(ctx, e, g, "tools", 0)
 	if en == nil {
 		return code
 	}
 	defer en.close()
 	tools, err := en.guard.ListTools(ctx)
 	if err != nil {
-		return exitFor(e, &g, "tools", guard.Result{}, err)
+		return exitFor(e, g, "tools", guard.Result{}, err)
 	}
 	type row struct {
 		Name        string `json:"name"`

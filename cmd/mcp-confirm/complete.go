@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcp-confirm/mcp-confirm/guard"
+	"github.com/mcp-confirm/mcp-confirm/mcpclient"
+	"github.com/mcp-confirm/mcp-confirm/pending"
+	"github.com/mcp-confirm/mcp-confirm/termtext"
+)
+
+// Shell completion (mcp-confirm completion bash|zsh|fish): call ids offer
+// the calls a command can act on, with their tool and age; --server offers
+// the servers in --config. Completion reads the journal read-only and never
+// starts a server: pressing TAB must not have effects.
+
+var defaultTimeoutText = guard.DefaultWriteTimeout.String()
+
+// callsFor chooses the calls a command's id completion offers.
+type callsFor int
+
+const (
+	decidable   callsFor = iota // unknown or failed: what query, retry, abandon and mark act on
+	anyCall                     // show and note: the most recent calls
+	settledLate                 // ack: calls that settled late and hold identical ones
+)
+
+const completionLimit = 50
+
+func (c *cli) completeCalls(which callsFor) cobra.CompletionFunc {
+	return func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		g := c.g
+		quiet := &env{stdin: c.env.stdin, stdout: discard{}, stderr: discard{}, getenv: c.env.getenv}
+		j, _ := openJournalReadOnly(c.ctx, quiet, &g)
+		if j == nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		defer j.Close()
+		f := pending.Filter{Limit: completionLimit}
+		if which == decidable {
+			f.States = []pending.State{pending.StateUnknown, pending.StateFailed}
+		}
+		if which == settledLate {
+			f.Limit = 0
+		}
+		calls, err := j.List(c.ctx, f)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		now := time.Now()
+		var out []string
+		for _, call := range calls {
+			if which == settledLate && !call.HoldsLate() {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%d\t%s, %s, %s ago", call.ID, termtext.Name(call.Tool), call.State, age(now.Sub(call.CreatedAt))))
+			if len(out) == completionLimit {
+				break
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveKeepOrder
+	}
+}
+
+// completeServers offers the servers named in --config.
+func (c *cli) completeServers(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	if c.g.config == "" {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	names, err := mcpclient.ConfigServers(c.g.config)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	for i, n := range names {
+		names[i] = termtext.Name(n)
+	}
+	return names, cobra.ShellCompDirectiveNoFileComp
+}
+
+// fileCompletion offers files, those ending in ext first where the shell
+// can filter.
+func fileCompletion(ext string) cobra.CompletionFunc {
+	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return []string{ext}, cobra.ShellCompDirectiveFilterFileExt
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
