@@ -487,7 +487,7 @@ func (g *Guard) handleLate(lr mcpclient.LateResult, told bool) {
 	case lr.RPCError != nil && lr.AfterCancel:
 		// The answer to a cancel, not to the work: evidence only.
 		detail, _ := json.Marshal(map[string]any{"attempt": n, "error": lr.RPCError, "after_cancel": true})
-		_ = g.j.RecordEvent(ctx, pending.EventLateResult, c.ID, mask.detail(string(detail)))
+		_ = g.j.RecordEvent(ctx, pending.EventCancelAnswer, c.ID, mask.detail(string(detail)))
 		return
 	case lr.RPCError != nil:
 		e, _ := json.Marshal(lr.RPCError)
@@ -504,7 +504,7 @@ func (g *Guard) handleLate(lr mcpclient.LateResult, told bool) {
 			// not that the work never took effect: a handler may commit and
 			// then see the cancel. Evidence only; the call stays unknown.
 			detail, _ := json.Marshal(map[string]any{"attempt": n, "result": lr.ResultJSON, "after_cancel": true})
-			_ = g.j.RecordEvent(ctx, pending.EventLateResult, c.ID, mask.detail(string(detail)))
+			_ = g.j.RecordEvent(ctx, pending.EventCancelAnswer, c.ID, mask.detail(string(detail)))
 			return
 		case sig.isError:
 			o = pending.Outcome{Event: pending.EventFailed, Result: lr.ResultJSON}

@@ -786,7 +786,7 @@ func TestLateResults(t *testing.T) {
 		state    pending.State
 		conflict string
 		lateSet  bool   // the attempt took the answer
-		event    string // an event for the call with this detail substring
+		event    string // a late_result event with this detail ("cancel:" prefix: a cancel_answer event)
 	}{
 		{"result settles an unknown call", nil, mcpclient.LateResult{Session: 1, ResultJSON: json.RawMessage(okJSON)},
 			pending.StateSucceeded, "", true, "answered succeeded"},
@@ -795,9 +795,9 @@ func TestLateResults(t *testing.T) {
 		{"rpc error to the request settles it as failed", nil, mcpclient.LateResult{Session: 1, RPCError: &mcpclient.RPCError{Code: -32602, Message: "bad"}},
 			pending.StateFailed, "", true, "answered failed"},
 		{"rpc error after our cancel is evidence only", nil, mcpclient.LateResult{Session: 1, RPCError: &mcpclient.RPCError{Code: -32603, Message: "context canceled"}, AfterCancel: true},
-			pending.StateUnknown, "", false, `"after_cancel":true`},
+			pending.StateUnknown, "", false, `cancel:"after_cancel":true`},
 		{"tool error after our cancel is evidence only", nil, mcpclient.LateResult{Session: 1, ResultJSON: json.RawMessage(errJSON), AfterCancel: true},
-			pending.StateUnknown, "", false, `"after_cancel":true`},
+			pending.StateUnknown, "", false, `cancel:"after_cancel":true`},
 		{"success after our cancel still settles it", nil, mcpclient.LateResult{Session: 1, ResultJSON: json.RawMessage(okJSON), AfterCancel: true},
 			pending.StateSucceeded, "", true, "answered succeeded"},
 		{"in progress is evidence only", nil, mcpclient.LateResult{Session: 1, ResultJSON: json.RawMessage(progJSON)},
@@ -838,13 +838,20 @@ func TestLateResults(t *testing.T) {
 				t.Errorf("attempt %+v, late want %v", a, tc.lateSet)
 			}
 			evs := events(t, h.path, id)
+			kind, detail := pending.EventLateResult, tc.event
+			if d, ok := strings.CutPrefix(tc.event, "cancel:"); ok {
+				kind, detail = pending.EventCancelAnswer, d
+			}
 			if tc.event != "" {
 				found := false
 				for _, e := range evs {
-					found = found || (e.Kind == pending.EventLateResult && strings.Contains(e.Detail, tc.event))
+					found = found || (e.Kind == kind && strings.Contains(e.Detail, detail))
 				}
 				if !found {
-					t.Errorf("no late_result event with %q: %+v", tc.event, evs)
+					t.Errorf("no %s event with %q: %+v", kind, detail, evs)
+				}
+				if _, ok := hasEvent(evs, pending.EventLateResult); ok && kind == pending.EventCancelAnswer {
+					t.Errorf("an answer to our cancel was counted as a late result: %+v", evs)
 				}
 			} else if _, ok := hasEvent(evs, pending.EventLateResult); ok {
 				t.Errorf("unexpected events %+v", evs)

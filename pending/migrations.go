@@ -83,7 +83,7 @@ BEGIN SELECT RAISE(ABORT, 'decisions are append-only'); END;
 CREATE TABLE events (
 	id      INTEGER PRIMARY KEY,
 	at      TEXT    NOT NULL,
-	kind    TEXT    NOT NULL,                     -- dedupe_hit, session_started, recovery, late_result, conflict
+	kind    TEXT    NOT NULL,                     -- dedupe_hit, session_started, recovery, late_result, conflict (types.go has all)
 	call_id INTEGER,
 	detail  TEXT    NOT NULL DEFAULT ''
 );

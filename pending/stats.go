@@ -20,6 +20,7 @@ type Stats struct {
 	SessionsStarted int                      `json:"sessions_started"`
 	Recoveries      int                      `json:"recoveries"` // calls recovered after unclean shutdown
 	LateResults     int                      `json:"late_results"`
+	CancelAnswers   int                      `json:"cancel_answers"` // answers to our own cancel, counted apart from late results
 	Conflicts       int                      `json:"conflicts"`
 	// TimeToResolve covers calls that went unknown and are now settled:
 	// from the first unknown attempt's end to the call's last update.
@@ -76,6 +77,7 @@ func (j *Journal) Stats(ctx context.Context) (Stats, error) {
 		{&st.SessionsStarted, "SELECT count(*) FROM events WHERE kind = 'session_started'"},
 		{&st.Recoveries, "SELECT count(*) FROM events WHERE kind = 'recovery'"},
 		{&st.LateResults, "SELECT count(*) FROM events WHERE kind = 'late_result'"},
+		{&st.CancelAnswers, "SELECT count(*) FROM events WHERE kind = 'cancel_answer'"},
 		{&st.Conflicts, "SELECT count(*) FROM calls WHERE conflict = 1"},
 	}
 	for _, c := range counts {

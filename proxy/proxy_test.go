@@ -203,7 +203,7 @@ func TestHostCancelIsForwarded(t *testing.T) {
 	}
 	waitFor(t, "the server's answer to the forwarded cancel, kept as evidence", func() bool {
 		st, err := h.journal.Stats(ctx)
-		return err == nil && st.LateResults == 1
+		return err == nil && st.CancelAnswers == 1 && st.LateResults == 0
 	})
 	cs := calls(t, h.journal)
 	if len(cs) != 1 {

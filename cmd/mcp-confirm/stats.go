@@ -74,8 +74,8 @@ func runStats(ctx context.Context, e *env, g *globalOpts, check bool, pos []stri
 	}
 	fmt.Fprintf(e.stdout, "\ncalls %d, attempts %d, timeouts %d, unknown outcomes %d, retries %d\n",
 		st.Calls, st.Attempts, st.Timeouts, st.Unknowns, st.Retries)
-	fmt.Fprintf(e.stdout, "dedupe hits %d, sessions started %d, recovered after crash %d, late results %d, conflicts %d\n",
-		st.DedupeHits, st.SessionsStarted, st.Recoveries, st.LateResults, st.Conflicts)
+	fmt.Fprintf(e.stdout, "dedupe hits %d, sessions started %d, recovered after crash %d, late results %d, answers to our cancels %d, conflicts %d\n",
+		st.DedupeHits, st.SessionsStarted, st.Recoveries, st.LateResults, st.CancelAnswers, st.Conflicts)
 	if r := st.TimeToResolve; r.Count > 0 {
 		fmt.Fprintf(e.stdout, "time to resolve an unknown: median %.0fs, p90 %.0fs, max %.0fs (%d calls)\n", r.Median, r.P90, r.Max, r.Count)
 	}
