@@ -108,8 +108,9 @@ func ParsePolicy(text, name string) (*Policy, error) {
 		}
 		return nil, fmt.Errorf("%w %s: unknown key %s", ErrPolicy, name, strings.Join(keys, ", "))
 	}
-	if p.Defaults.ReadAttempts < 0 {
-		return nil, fmt.Errorf("%w %s: read_attempts must be at least 1", ErrPolicy, name)
+	if p.Defaults.ReadAttempts < 0 || (p.Defaults.ReadAttempts == 0 && md.IsDefined("defaults", "read_attempts")) {
+		// 0 used to mean the default (3) silently.
+		return nil, fmt.Errorf("%w %s: read_attempts must be at least 1 (leave it out for %d)", ErrPolicy, name, DefaultReadAttempts)
 	}
 	names := make([]string, 0, len(p.Tools))
 	for n := range p.Tools {

@@ -85,6 +85,7 @@ func TestParsePolicyRefuses(t *testing.T) {
 		{"negative duration", "[tools.x]\nmax_total = \"-1m\"\n", []string{"must be positive"}},
 		{"duration as number", "[defaults]\nwrite_timeout = 30\n", nil},
 		{"negative read_attempts", "[defaults]\nread_attempts = -1\n", []string{"read_attempts"}},
+		{"read_attempts 0 (was silently 3)", "[defaults]\nread_attempts = 0\n", []string{"read_attempts must be at least 1"}},
 		{"query_args without query_tool", "[tools.x]\nquery_args = { id = \"{key}\" }\n", []string{"tools.x", "query_args without query_tool"}},
 		{"not TOML", "[tools.x\n", nil},
 	} {
