@@ -25,6 +25,7 @@ import (
 
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 	"github.com/mcp-confirm/mcp-confirm/pending"
+	"github.com/mcp-confirm/mcp-confirm/toolschema"
 )
 
 // Server is what the guard needs of an MCP session (mcpclient.Client).
@@ -155,6 +156,10 @@ func (g *Guard) ListTools(ctx context.Context) ([]mcp.Tool, error) {
 	g.toolMu.Unlock()
 	return tools, nil
 }
+
+// KeyArg is the argument the tool's idempotency key goes in under the
+// policy (its key_arg, else the schema's; see KeyArg), or "".
+func (g *Guard) KeyArg(t mcp.Tool) string { return KeyArg(t, g.opts.Policy.tool(t.Name).KeyArg) }
 
 // Classify is the tool's kind under the policy (see Policy.Classify).
 func (g *Guard) Classify(t mcp.Tool) (pending.Kind, pending.KindSource) {
@@ -663,36 +668,9 @@ func readSignals(raw json.RawMessage) signals {
 // one computed from the caller's. Anything but an object is an error.
 func DecodeObject(data []byte) (map[string]any, error) { return decodeObject(data) }
 
-func decodeObject(data []byte) (map[string]any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("not valid JSON: %v", err)
-	}
-	if dec.More() {
-		return nil, errors.New("not valid JSON: more than one value")
-	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("arguments must be a JSON object, not %s", jsonType(v))
-	}
-	return obj, nil
-}
-
-func jsonType(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case []any:
-		return "an array"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	}
-	return "a number"
-}
+// decodeObject is toolschema.Decode: one reading of arguments for the
+// guard, the console's editor and the CLI.
+func decodeObject(data []byte) (map[string]any, error) { return toolschema.Decode(data) }
 
 // settledKeyError explains a caller key whose call cannot take this send:
 // a failed call is retried by its id; an applied or abandoned one is

@@ -7,11 +7,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/mcp-confirm/mcp-confirm/guard"
 	"github.com/mcp-confirm/mcp-confirm/pending"
+	"github.com/mcp-confirm/mcp-confirm/termtext"
+	"github.com/mcp-confirm/mcp-confirm/toolschema"
 )
 
 // callFlags are call's own flags.
@@ -67,6 +72,10 @@ func runCall(ctx context.Context, e *env, g *globalOpts, f callFlags, pos []stri
 	if en == nil {
 		return code
 	}
+	if code := checkCall(ctx, e, g, en, pos[0], callArgs, f.noValidate); code != exitOK {
+		en.close()
+		return code
+	}
 	res, err := en.guard.Call(ctx, guard.Request{Tool: pos[0], Args: callArgs, Key: f.key, New: f.isNew})
 	// Closing the session lets an answer still on its way arrive and be
 	// journaled; what the call came to is read once more after that.
@@ -77,6 +86,32 @@ func runCall(ctx context.Context, e *env, g *globalOpts, f callFlags, pos []stri
 		printResult(e, res, heldBy(err))
 	}
 	return exitFor(e, g, "call", res, err)
+}
+
+// checkCall lists the server's tools (the guard keeps them, so the call
+// lists none again), warns of policy sections that do not apply, and
+// refuses arguments that do not fit the tool's input schema, as the
+// console's editor does, unless noValidate. A refusal is exit 2 with
+// nothing journaled or sent.
+func checkCall(ctx context.Context, e *env, g *globalOpts, en *engine, tool string, args map[string]any, noValidate bool) int {
+	tools, err := en.guard.ListTools(ctx)
+	if err != nil {
+		return exitFor(e, g, "call", guard.Result{}, err)
+	}
+	warnPolicy(e, "call", en.policy, tools)
+	i := slices.IndexFunc(tools, func(t mcp.Tool) bool { return t.Name == tool })
+	if i < 0 || noValidate {
+		return exitOK // an unknown tool is the guard's to refuse, with its hint
+	}
+	keyArg := en.guard.KeyArg(tools[i])
+	probs := toolschema.Check(tools[i], keyArg, args)
+	if len(probs) == 0 {
+		return exitOK
+	}
+	fmt.Fprintf(e.stderr, "mcp-confirm call: the arguments do not fit %s's input schema: %s\n"+
+		"Fix them (mcp-confirm tools --json shows the schema), or pass --no-validate to send anyway; nothing was sent.\n",
+		termtext.Name(tool), strings.Join(probs, "; "))
+	return exitBadInput
 }
 
 // settledMeanwhile re-reads a call that was unknown when Call returned: an

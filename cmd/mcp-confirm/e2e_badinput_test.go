@@ -54,6 +54,10 @@ func TestE2EBadInput(t *testing.T) {
 		{"key not ASCII", call("--args", good, "--key", "bestellung-größe-0001"), "", exitBadInput, "printable"},
 		{"key too long", call("--args", good, "--key", strings.Repeat("k", 256)), "", exitBadInput, "255"},
 		{"key argument differs from --key", call("--args", `{"item":"widget","quantity":1,"buyer":"bob","idempotency_key":"aaaaaaaaaaaaaaaaaaaa"}`, "--key", "bbbbbbbbbbbbbbbbbbbb"), "", exitBadInput, "key"},
+		{"args miss a required property", call("--args", `{"item":"widget","quantity":1}`), "", exitBadInput, "buyer is required"},
+		{"args of the wrong type", call("--args", `{"item":"widget","quantity":"two","buyer":"bob"}`), "", exitBadInput, "quantity must be a number"},
+		{"args empty", call("--args", ""), "", exitBadInput, "--args is empty"},
+		{"timeout 0", call("--args", good, "--timeout", "0"), "", exitBadInput, "--timeout must be more than 0"},
 		{"unknown flag", call("--args", good, "--colour", "red"), "", exitBadInput, "colour"},
 		{"negative timeout", call("--args", good, "--timeout", "-1s"), "", exitBadInput, "timeout"},
 		{"server does not exist", []string{"call", "create_order", "--args", good, "--", filepath.Join(dir, "nonexistent")}, "", exitUnavailable, "nonexistent"},
@@ -96,6 +100,12 @@ func TestE2EBadInput(t *testing.T) {
 				t.Errorf("%d create_order requests on the wire, want %d: bad input was sent", n, baseSent)
 			}
 		})
+	}
+	// --no-validate sends what the schema refuses: the server is the judge.
+	r := cliIn(t, w.bin, dir, "", w.withDB(call("--args", `{"item":"widget","quantity":"two","buyer":"bob"}`, "--no-validate"))...)
+	if r.code == exitBadInput || w.sentTotal("create_order") != baseSent+1 || w.count() != baseCalls+1 {
+		t.Errorf("--no-validate: exit %d, %d sends, %d calls; want it sent once and journaled\n%s",
+			r.code, w.sentTotal("create_order"), w.count(), r)
 	}
 	if c := w.show(1); c.State != "succeeded" || len(c.Attempts) != 1 || len(c.Decisions) != 0 {
 		t.Errorf("bad input changed call 1: %s, %d attempts, %d decisions", c.State, len(c.Attempts), len(c.Decisions))

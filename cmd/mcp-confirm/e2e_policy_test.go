@@ -69,3 +69,53 @@ query_args = { idempotency_key = "{key}" }
 		})
 	}
 }
+
+// TestE2EPolicyCheck: a policy whose sections do not match the server's
+// tools is reported by policy check (exit 2, every problem, the nearest
+// name), warned of by call and tools (which still work), and a policy
+// that matches passes (exit 0).
+func TestE2EPolicyCheck(t *testing.T) {
+	w := newWorld(t, t.TempDir())
+	write := func(name, text string) string {
+		p := filepath.Join(w.dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	bad := write("bad.toml", "[tools.create_ordr]\nredact = [\"card\"]\n\n[tools.create_order]\nquery_tool = \"find_order\"\n\n[tools.get_budget]\nkind = \"read\"\n")
+	good := write("good.toml", "[tools.create_order]\nquery_tool = \"find_orders\"\n")
+	zero := write("zero.toml", "[defaults]\nread_attempts = 0\n")
+
+	r := w.run(append([]string{"policy", "check", "--policy", bad}, w.server()...)...)
+	wantExit(t, r, exitBadInput, "policy check of a bad policy")
+	for _, want := range []string{
+		`[tools.create_ordr]: the server lists no tool "create_ordr", so this section never applies (did you mean create_order?)`,
+		`[tools.create_order]: query_tool "find_order" is not a tool of the server (did you mean find_orders?)`,
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("policy check does not say %q:\n%s", want, r)
+		}
+	}
+	if strings.Count(strings.TrimSpace(r.stdout), "\n") != 1 {
+		t.Errorf("want exactly two problems:\n%s", r.stdout)
+	}
+	r = w.run(append([]string{"policy", "check", "--policy", good}, w.server()...)...)
+	wantExit(t, r, exitOK, "policy check of a good policy")
+	r = w.run(append([]string{"policy", "check", "--policy", zero}, w.server()...)...)
+	wantExit(t, r, exitBadInput, "policy check of read_attempts = 0")
+	if !strings.Contains(r.stderr, "read_attempts must be at least 1") {
+		t.Errorf("read_attempts = 0 not named:\n%s", r)
+	}
+
+	r = w.call(`{"item":"widget","quantity":1,"buyer":"bob"}`, []string{"--policy", bad})
+	wantExit(t, r, exitOK, "a call under a policy with problems")
+	if !strings.Contains(r.stderr, "warning: policy [tools.create_ordr]") || !strings.Contains(r.stderr, "did you mean create_order?") {
+		t.Errorf("call does not warn of the unknown section:\n%s", r.stderr)
+	}
+	r = w.run(append([]string{"tools", "--policy", bad}, w.server()...)...)
+	wantExit(t, r, exitOK, "tools under a policy with problems")
+	if !strings.Contains(r.stderr, "warning: policy [tools.create_ordr]") {
+		t.Errorf("tools does not warn of the unknown section:\n%s", r.stderr)
+	}
+}

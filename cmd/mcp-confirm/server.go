@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/mcp-confirm/mcp-confirm/guard"
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 	"github.com/mcp-confirm/mcp-confirm/pending"
@@ -98,6 +100,7 @@ type engine struct {
 	journal *pending.Journal
 	client  *mcpclient.Client
 	guard   *guard.Guard
+	policy  *guard.Policy // nil: none given
 }
 
 func (en *engine) close() {
@@ -143,7 +146,7 @@ func openEngine(ctx context.Context, e *env, g *globalOpts, cmd string, forCall 
 		return nil, code
 	}
 	spec := choice.spec
-	en := &engine{journal: j}
+	en := &engine{journal: j, policy: policy}
 	var gd *guard.Guard
 	var listTimeout time.Duration
 	if policy != nil {
@@ -275,4 +278,13 @@ func trimClass(msg string) string {
 		msg = strings.TrimPrefix(msg, p)
 	}
 	return msg
+}
+
+// warnPolicy says on stderr which parts of the policy will not apply to
+// this server's tools (guard.Policy.Check), so that a typo in a section
+// name does not silently leave its redact, kind or query unused.
+func warnPolicy(e *env, cmd string, policy *guard.Policy, tools []mcp.Tool) {
+	for _, p := range policy.Check(tools) {
+		fmt.Fprintf(e.stderr, "mcp-confirm %s: warning: policy %s\n", cmd, termtext.Line(p.String()))
+	}
 }

@@ -39,6 +39,7 @@ func runTools(ctx context.Context, e *env, g *globalOpts, pos []string) int {
 	if err != nil {
 		return exitFor(e, g, "tools", guard.Result{}, err)
 	}
+	warnPolicy(e, "tools", en.policy, tools)
 	type row struct {
 		Name        string `json:"name"`
 		Kind        string `json:"kind"`
@@ -52,7 +53,7 @@ func runTools(ctx context.Context, e *env, g *globalOpts, pos []string) int {
 		// The JSON has the names as the server sent them (the encoder
 		// escapes their controls); the table shows them escaped visibly.
 		rows = append(rows, row{Name: t.Name, Kind: string(kind), KindSource: string(src),
-			KeyArg: guard.KeyArg(t, ""), Description: t.Description})
+			KeyArg: en.guard.KeyArg(t), Description: t.Description})
 	}
 	if g.json {
 		return writeJSON(e, rows)
