@@ -99,7 +99,7 @@ const (
 	// EventCancelAnswer is the server's answer to our cancel of an attempt:
 	// how its handler ended when asked to stop, evidence but not a late
 	// result (it says nothing of whether the work took effect).
-	EventCancelAnswer = "cancel_answer"
+	EventCancelAnswer   = "cancel_answer"
 	EventConflict       = "conflict"
 	EventSecondAnswer   = "second_answer" // a further answer to a request already answered
 	EventUnusableAnswer = "unusable_answer"
