@@ -72,15 +72,6 @@ func TestExpandQueryArgs(t *testing.T) {
 	}
 }
 
-func resultJSON(t testing.TB, v any) json.RawMessage {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func TestProposalFrom(t *testing.T) {
 	ok := func(structured string) Result {
 		return Result{State: pending.StateSucceeded, Result: json.RawMessage(`{"content":[],"structuredContent":` + structured + `}`)}

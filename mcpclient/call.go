@@ -53,8 +53,8 @@ type CallOptions struct {
 
 // Markers used as context causes, so the outcome can say which clock fired.
 var (
-	causeIdle     = fmt.Errorf("%w", ErrIdleTimeout)
-	causeAbsolute = fmt.Errorf("%w", ErrAbsoluteTimeout)
+	errCauseIdle     = fmt.Errorf("%w", ErrIdleTimeout)
+	errCauseAbsolute = fmt.Errorf("%w", ErrAbsoluteTimeout)
 )
 
 // Call sends one tools/call and reports what is known about it. It never
@@ -114,11 +114,11 @@ func (c *Client) callOn(ctx context.Context, s *session, tool string, args map[s
 	if o.IdleTimeout > 0 {
 		// Created before register: the read loop may reset it from then on.
 		wc.idleFor = o.IdleTimeout
-		wc.idle = time.AfterFunc(o.IdleTimeout, func() { cancel(causeIdle) })
+		wc.idle = time.AfterFunc(o.IdleTimeout, func() { cancel(errCauseIdle) })
 	}
 	var abs *time.Timer
 	if o.MaxTotal > 0 {
-		abs = time.AfterFunc(o.MaxTotal, func() { cancel(causeAbsolute) })
+		abs = time.AfterFunc(o.MaxTotal, func() { cancel(errCauseAbsolute) })
 	}
 	stopClocks := func() {
 		if wc.idle != nil {

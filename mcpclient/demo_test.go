@@ -4,15 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/internal/testbin"
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 )
 
@@ -27,17 +26,11 @@ var (
 func buildDemo(t *testing.T) string {
 	t.Helper()
 	demoOnce.Do(func() {
-		dir := filepath.Dir(fixtureBin)
-		demoBin = filepath.Join(dir, "mcp-confirm")
-		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		out, err := exec.Command(goBin, "build", "-o", demoBin, "github.com/mcp-confirm/mcp-confirm/cmd/mcp-confirm").CombinedOutput()
-		if err != nil {
-			demoErr = err
-			demoBin = string(out)
-		}
+		demoBin = filepath.Join(filepath.Dir(fixtureBin), "mcp-confirm")
+		demoErr = testbin.Build(demoBin, testbin.MCPConfirm)
 	})
 	if demoErr != nil {
-		t.Fatalf("build mcp-confirm: %v\n%s", demoErr, demoBin)
+		t.Fatalf("build mcp-confirm: %v", demoErr)
 	}
 	return demoBin
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -224,8 +223,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
-
-func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 // toolResult parses a result as mcp-go reads a CallToolResult: the raw JSON
 // the client keeps must be one.

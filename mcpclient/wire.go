@@ -572,10 +572,7 @@ func (w *tapWriter) bound(ctx context.Context) (stop func()) {
 		return func() {}
 	}
 	cut := func() { _ = d.SetWriteDeadline(time.Now()) }
-	stops := []func() bool{}
-	if ctx != nil {
-		stops = append(stops, context.AfterFunc(ctx, cut))
-	}
+	stops := []func() bool{context.AfterFunc(ctx, cut)}
 	if w.gone != nil {
 		stops = append(stops, context.AfterFunc(w.gone, cut))
 	}
@@ -634,7 +631,8 @@ func (w *tapWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	undo := w.t.outgoing(p)
-	stop := w.bound(nil)
+	// A plain write has no context of its own: only the session's end cuts it.
+	stop := w.bound(context.Background())
 	n, err := w.w.Write(p)
 	stop()
 	if n == 0 && undo != nil {

@@ -252,12 +252,10 @@ func TestTwoProcessesShareOneJournal(t *testing.T) {
 	// Create the file first so the children do not race on the migration.
 	openTest(t, path).Close()
 	const n = 1000
-	var stdins []*os.File
 	var outs []*bufio.Reader
 	for _, tag := range []string{"a", "b"} {
-		_, out, stdin := startChild(t, "bulk", "PENDING_DB="+path, "PENDING_TAG="+tag, "PENDING_N="+strconv.Itoa(n))
+		_, out, _ := startChild(t, "bulk", "PENDING_DB="+path, "PENDING_TAG="+tag, "PENDING_N="+strconv.Itoa(n))
 		outs = append(outs, out)
-		stdins = append(stdins, stdin)
 	}
 	deadline := time.AfterFunc(5*time.Minute, func() { panic("children did not finish in 5 minutes") })
 	for i, out := range outs {

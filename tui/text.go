@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/mcp-confirm/mcp-confirm/termtext"
+	"github.com/mcp-confirm/mcp-confirm/timetext"
 )
 
 // clean makes one line of untrusted text (a tool name, a reason, an error)
@@ -60,20 +61,9 @@ func keyTail(k string) string {
 	return GlyphKeyTail + k[len(k)-6:]
 }
 
-// age is a short duration: 12s, 4m, 3h, 2d.
-func age(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "0s"
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
-}
+// age is a short duration: 12s, 4m, 3h, 2d (timetext.Age, which the CLI's
+// list shares; the short name keeps the screens' call sites as they are).
+func age(d time.Duration) string { return timetext.Age(d) }
 
 // elapsed is a duration with one decimal for the in-flight clock: 3.4s.
 func elapsed(d time.Duration) string {

@@ -60,9 +60,7 @@ func readmeStory(t *testing.T) (assigns []string, steps []storyStep) {
 			if m := storyExit.FindStringSubmatch(line); m != nil {
 				st.exit, _ = strconv.Atoi(m[1])
 			}
-			for _, m := range storyField.FindAllString(line, -1) {
-				st.fields = append(st.fields, m)
-			}
+			st.fields = append(st.fields, storyField.FindAllString(line, -1)...)
 		case storyAssig.MatchString(line) && len(steps) == 0:
 			assigns = append(assigns, line)
 		default:

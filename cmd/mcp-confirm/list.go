@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-confirm/mcp-confirm/pending"
 	"github.com/mcp-confirm/mcp-confirm/termtext"
+	"github.com/mcp-confirm/mcp-confirm/timetext"
 )
 
 type listFlags struct {
@@ -85,7 +86,7 @@ func runList(ctx context.Context, e *env, g *globalOpts, fl listFlags, pos []str
 		if c.Conflict {
 			reason = "CONFLICT: " + c.ConflictNote
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t…%s\t%d\t%s\n", c.ID, c.State, age(now.Sub(c.CreatedAt)),
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t…%s\t%d\t%s\n", c.ID, c.State, timetext.Age(now.Sub(c.CreatedAt)),
 			termtext.Name(c.Tool), keyTail(c.Key), c.AttemptCount, termtext.Line(reason))
 	}
 	return flushOK(tw)
@@ -105,18 +106,6 @@ func keyTail(k string) string {
 		return k[len(k)-6:]
 	}
 	return k
-}
-
-func age(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
 func writeJSON(e *env, v any) int {

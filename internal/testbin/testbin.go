@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 )
 
 // MCPConfirm is the import path of the mcp-confirm command.
@@ -16,14 +15,15 @@ const MCPConfirm = "github.com/mcp-confirm/mcp-confirm/cmd/mcp-confirm"
 
 // Build compiles pkg (an import path, or a directory relative to the
 // calling test's package) to out with the go command of the toolchain that
-// runs the tests, creating out's folder. flags go to `go build` (e.g.
+// runs the tests (go test puts its GOROOT/bin first on the PATH of the test
+// binary), creating out's folder. flags go to `go build` (e.g.
 // "-race"). The error carries the compiler's output.
 func Build(out, pkg string, flags ...string) error {
 	if err := os.MkdirAll(filepath.Dir(out), 0o700); err != nil {
 		return err
 	}
 	args := append(append([]string{"build", "-o", out}, flags...), pkg)
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), args...)
+	cmd := exec.Command("go", args...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %s %v: %v\n%s", pkg, flags, err, b)
 	}
