@@ -10,6 +10,7 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 	"github.com/mcp-confirm/mcp-confirm/pending"
 	"github.com/mcp-confirm/mcp-confirm/termtext"
+	"github.com/mcp-confirm/mcp-confirm/timetext"
 )
 
 // Shell completion (mcp-confirm completion bash|zsh|fish): call ids offer
@@ -59,7 +60,7 @@ func (c *cli) completeCalls(which callsFor) cobra.CompletionFunc {
 			if which == settledLate && !call.HoldsLate() {
 				continue
 			}
-			out = append(out, fmt.Sprintf("%d\t%s, %s, %s ago", call.ID, termtext.Name(call.Tool), call.State, age(now.Sub(call.CreatedAt))))
+			out = append(out, fmt.Sprintf("%d\t%s, %s, %s ago", call.ID, termtext.Name(call.Tool), call.State, timetext.Age(now.Sub(call.CreatedAt))))
 			if len(out) == completionLimit {
 				break
 			}
