@@ -1,12 +1,10 @@
 package demo_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -25,20 +23,15 @@ import (
 // process, and a subprocess is what a host really talks to.
 var bin string
 
+var bins testbin.Binaries
+
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "demo-test")
-	if err != nil {
+	var err error
+	if bin, err = bins.Build("mcp-confirm", testbin.MCPConfirm); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bin = filepath.Join(dir, "mcp-confirm")
-	if err := testbin.Build(bin, testbin.MCPConfirm); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(bins.Run(m))
 }
 
 // demoProc is one demo-server process and an initialised client on its pipes.
@@ -47,27 +40,15 @@ type demoProc struct {
 	client   *client.Client
 	cmd      *exec.Cmd
 	exited   chan error
-	stderr   *syncBuffer
+	stderr   *testbin.Buffer
 	stopOnce sync.Once
 	mu       sync.Mutex
 	progress []mcp.JSONRPCNotification
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 func startDemo(t *testing.T, db string, flags ...string) *demoProc {
 	t.Helper()
-	p := &demoProc{t: t, stderr: &syncBuffer{}, exited: make(chan error, 1)}
+	p := &demoProc{t: t, stderr: &testbin.Buffer{}, exited: make(chan error, 1)}
 	p.cmd = exec.Command(bin, append([]string{"demo-server", "--db", db}, flags...)...)
 	p.cmd.Stderr = p.stderr
 	stdin, err := p.cmd.StdinPipe()

@@ -27,36 +27,14 @@ import (
 // ns/op is the guarded call's; x-bare is guarded time ÷ bare time; the
 // *-ms/op metrics say where a guarded write's time goes.
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binPath string
-	binErr  error
-)
+var bins testbin.Binaries
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(bins.Run(m)) }
 
 // demoBinary builds the mcp-confirm binary once per test binary run.
 func demoBinary(b *testing.B) string {
 	b.Helper()
-	binOnce.Do(func() {
-		binDir, binErr = os.MkdirTemp("", "guard-bench-")
-		if binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "mcp-confirm")
-		binErr = testbin.Build(binPath, testbin.MCPConfirm)
-	})
-	if binErr != nil {
-		b.Fatal(binErr)
-	}
-	return binPath
+	return bins.Path(b, "mcp-confirm", testbin.MCPConfirm)
 }
 
 // phases are the timestamps of one guarded call, filled in by timedServer.

@@ -2,48 +2,19 @@ package tui
 
 import (
 	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/mcp-confirm/mcp-confirm/internal/testbin"
 )
 
-// Binaries the process tests run, built once per test binary into one
-// temporary folder (removed by TestMain).
-var (
-	binDir   string
-	binMu    sync.Mutex
-	binPaths = map[string]string{}
-)
+// bins are the binaries the process tests run, built once per test binary
+// into one temporary folder (removed by TestMain).
+var bins testbin.Binaries
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(bins.Run(m)) }
 
 // buildBinary builds a main package (a path relative to tui/) once.
 func buildBinary(t *testing.T, pkg, name string) string {
 	t.Helper()
-	binMu.Lock()
-	defer binMu.Unlock()
-	if p, ok := binPaths[pkg]; ok {
-		return p
-	}
-	if binDir == "" {
-		d, err := os.MkdirTemp("", "mcp-confirm-tui-bin-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		binDir = d
-	}
-	out := filepath.Join(binDir, name)
-	if err := testbin.Build(out, pkg); err != nil {
-		t.Fatal(err)
-	}
-	binPaths[pkg] = out
-	return out
+	return bins.Path(t, name, pkg)
 }

@@ -44,43 +44,54 @@ var (
 // here should take, so it only ever fires on a real hang.
 const cmdHang = 2 * time.Minute
 
+var bins testbin.Binaries
+
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "mcp-confirm-e2e-")
-	if err != nil {
+	if err := buildE2E(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	raceDir = filepath.Join(dir, "race")
-	e2eBin = filepath.Join(dir, "bin", "mcp-confirm")
-	e2eFastBin = e2eBin
-	builds := map[string][]string{e2eBin: nil}
-	if raceBuild {
-		builds[e2eBin] = []string{"-race"}
-		e2eFastBin = filepath.Join(dir, "fast", "mcp-confirm")
-		builds[e2eFastBin] = nil
-	}
-	if err := os.Mkdir(raceDir, 0o700); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	for out, flags := range builds {
-		if err := testbin.Build(out, ".", flags...); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	// A data race in any process the tests ran (the CLI or the demo server
-	// behind it, whose stderr the CLI swallows) fails the package.
-	if reports, _ := filepath.Glob(filepath.Join(raceDir, "race.*")); len(reports) > 0 {
-		for _, r := range reports {
-			b, _ := os.ReadFile(r)
-			fmt.Fprintf(os.Stderr, "DATA RACE in a child process (%s):\n%s\n", r, b)
-		}
+	os.Exit(bins.Run(racesFail{m}))
+}
+
+// racesFail runs the tests and then fails them if the race detector wrote a
+// report in any process they ran (the CLI, or the demo server behind it,
+// whose stderr the CLI swallows). It reads the reports before bins.Run
+// removes raceDir with the binaries.
+type racesFail struct{ m *testing.M }
+
+func (r racesFail) Run() int {
+	code := r.m.Run()
+	reports, _ := filepath.Glob(filepath.Join(raceDir, "race.*"))
+	for _, rep := range reports {
+		b, _ := os.ReadFile(rep)
+		fmt.Fprintf(os.Stderr, "DATA RACE in a child process (%s):\n%s\n", rep, b)
 		code = 1
 	}
-	os.RemoveAll(dir)
-	os.Exit(code)
+	return code
+}
+
+func buildE2E() error {
+	dir, err := bins.Dir()
+	if err != nil {
+		return err
+	}
+	raceDir = filepath.Join(dir, "race")
+	if err := os.Mkdir(raceDir, 0o700); err != nil {
+		return err
+	}
+	var raceFlags []string
+	if raceBuild {
+		raceFlags = []string{"-race"}
+	}
+	if e2eBin, err = bins.Build(filepath.Join("bin", "mcp-confirm"), ".", raceFlags...); err != nil {
+		return err
+	}
+	e2eFastBin = e2eBin
+	if raceBuild {
+		e2eFastBin, err = bins.Build(filepath.Join("fast", "mcp-confirm"), ".")
+	}
+	return err
 }
 
 // cliResult is what one run of the binary came to.

@@ -1,13 +1,17 @@
-// Package testbin builds a Go command of this module for tests that run it
-// as a real subprocess (a server over stdio, the CLI as a user runs it).
-// Test packages call it from TestMain or a sync.Once, once per test binary.
+// Package testbin is what tests need to run this module's commands as
+// real subprocesses (a server over stdio, the CLI as a user runs it):
+// build each once per test binary (Binaries), and collect what the
+// processes write from several goroutines at once (Buffer).
 package testbin
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
+	"testing"
 )
 
 // MCPConfirm is the import path of the mcp-confirm command.
@@ -28,4 +32,93 @@ func Build(out, pkg string, flags ...string) error {
 		return fmt.Errorf("go build %s %v: %v\n%s", pkg, flags, err, b)
 	}
 	return nil
+}
+
+// Binaries are the commands one test binary builds, each once, into one
+// temporary folder. The zero value is ready; a package keeps one in a
+// variable and its TestMain ends with os.Exit(bins.Run(m)), which removes
+// the folder after the tests.
+type Binaries struct {
+	mu    sync.Mutex // guards following
+	dir   string
+	built map[string]error // by name; nil: built
+}
+
+// Build builds pkg with flags to the file name (which may include a
+// subfolder) in the folder, unless it was built already, and returns its
+// path. For a TestMain that builds before any test runs.
+func (b *Binaries) Build(name, pkg string, flags ...string) (string, error) {
+	dir, err := b.Dir()
+	if err != nil {
+		return "", err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := filepath.Join(dir, name)
+	err, done := b.built[name]
+	if !done {
+		err = Build(out, pkg, flags...)
+		if b.built == nil {
+			b.built = map[string]error{}
+		}
+		b.built[name] = err
+	}
+	return out, err
+}
+
+// Path is Build for a test or benchmark that needs the binary: a failed
+// build fails it.
+func (b *Binaries) Path(tb testing.TB, name, pkg string, flags ...string) string {
+	tb.Helper()
+	p, err := b.Build(name, pkg, flags...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// Dir is the folder the binaries are built in (made on first use); a
+// TestMain may keep other files of the run there.
+func (b *Binaries) Dir() (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.dir == "" {
+		d, err := os.MkdirTemp("", "mcp-confirm-test-")
+		if err != nil {
+			return "", err
+		}
+		b.dir = d
+	}
+	return b.dir, nil
+}
+
+// Run runs the tests and removes the folder; its result is the exit code.
+func (b *Binaries) Run(m interface{ Run() int }) int {
+	code := m.Run()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.dir != "" {
+		os.RemoveAll(b.dir)
+	}
+	return code
+}
+
+// Buffer collects what a process (its stderr, a log) writes while tests
+// read it from other goroutines.
+type Buffer struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String is everything written so far.
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
