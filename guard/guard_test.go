@@ -344,19 +344,24 @@ func TestResendHoldInFlight(t *testing.T) {
 
 func TestCallerKey(t *testing.T) {
 	const k1, k2, k3 = "caller-key-000000000001", "caller-key-000000000002", "caller-key-000000000003"
-	h := newHarness(t, "[tools.pay]\nredact = [\"card_number\"]\n")
-	ctx := context.Background()
-
-	h.f.set("create_order", always(okOutcome(map[string]any{"order_id": "o1"})))
-	first, err := h.call(Request{Tool: "create_order", Args: order(2), Key: k1})
-	if err != nil || first.Key != k1 {
-		t.Fatalf("%+v %v", first, err)
-	}
-	if s := h.f.sent("create_order")[0].Opts; s.Key != k1 || s.KeyArg != "idempotency_key" {
-		t.Errorf("sent %+v", s)
+	// Each subtest starts from its own harness with one call made with k1
+	// (one write), so that it runs alone as it runs with the others.
+	start := func(t *testing.T) (*harness, Result) {
+		t.Helper()
+		h := newHarness(t, "[tools.pay]\nredact = [\"card_number\"]\n")
+		h.f.set("create_order", always(okOutcome(map[string]any{"order_id": "o1"})))
+		first, err := h.call(Request{Tool: "create_order", Args: order(2), Key: k1})
+		if err != nil || first.Key != k1 {
+			t.Fatalf("first call: %+v %v; want key %s", first, err, k1)
+		}
+		if s := h.f.sent("create_order")[0].Opts; s.Key != k1 || s.KeyArg != "idempotency_key" {
+			t.Errorf("sent key %q in %q, want %q in idempotency_key", s.Key, s.KeyArg, k1)
+		}
+		return h, first
 	}
 
 	t.Run("succeeded: stored result, nothing sent", func(t *testing.T) {
+		h, first := start(t)
 		for _, req := range []Request{
 			{Tool: "create_order", Args: order(2), Key: k1},
 			{Tool: "create_order", Args: map[string]any{"item": "widget", "quantity": 2, "buyer": "alice", "idempotency_key": k1}},
@@ -372,11 +377,12 @@ func TestCallerKey(t *testing.T) {
 			}
 		}
 		if h.writes() != 1 {
-			t.Errorf("%d writes", h.writes())
+			t.Errorf("%d writes, want 1 (the first call only)", h.writes())
 		}
 	})
 
 	t.Run("different arguments: key reuse naming the fields", func(t *testing.T) {
+		h, first := start(t)
 		_, err := h.call(Request{Tool: "create_order", Args: map[string]any{"item": "gadget", "quantity": 3, "buyer": "alice"}, Key: k1})
 		var reuse *KeyReuseError
 		if !errors.As(err, &reuse) || !errors.Is(err, ErrBadInput) {
@@ -393,11 +399,12 @@ func TestCallerKey(t *testing.T) {
 			t.Errorf("missing field: %v", err)
 		}
 		if h.writes() != 1 {
-			t.Errorf("%d writes", h.writes())
+			t.Errorf("%d writes, want 1 (the first call only)", h.writes())
 		}
 	})
 
 	t.Run("in flight or unknown: refused, retry is the operator's", func(t *testing.T) {
+		h, _ := start(t)
 		h.f.set("create_order", always(lostOutcome()))
 		res, err := h.call(Request{Tool: "create_order", Args: order(5), Key: k2})
 		if err != nil || res.State != pending.StateUnknown {
@@ -411,11 +418,12 @@ func TestCallerKey(t *testing.T) {
 			}
 		}
 		if h.writes() != 2 {
-			t.Errorf("%d writes", h.writes())
+			t.Errorf("%d writes, want 2 (the first call and the lost one)", h.writes())
 		}
 	})
 
 	t.Run("failed: not allowed", func(t *testing.T) {
+		h, _ := start(t)
 		h.f.set("create_order", always(rawOutcome(`{"content":[],"isError":true}`)))
 		res, err := h.call(Request{Tool: "create_order", Args: order(6), Key: k3})
 		if err != nil || res.State != pending.StateFailed {
@@ -425,12 +433,13 @@ func TestCallerKey(t *testing.T) {
 		if !errors.Is(err, ErrNotAllowed) {
 			t.Errorf("err = %v", err)
 		}
-		if h.writes() != 3 {
-			t.Errorf("%d writes", h.writes())
+		if h.writes() != 2 {
+			t.Errorf("%d writes, want 2 (the first call and the failed one)", h.writes())
 		}
 	})
 
 	t.Run("redacted arguments differ", func(t *testing.T) {
+		h, _ := start(t)
 		const kp = "caller-key-pay-0000001"
 		if _, err := h.call(Request{Tool: "pay", Args: map[string]any{"amount": 5, "card_number": "4111111111111111"}, Key: kp}); err != nil {
 			t.Fatal(err)
@@ -449,6 +458,7 @@ func TestCallerKey(t *testing.T) {
 	})
 
 	t.Run("bad keys send and record nothing", func(t *testing.T) {
+		h, _ := start(t)
 		before, calls := h.writes(), len(h.calls())
 		for _, req := range []Request{
 			{Tool: "create_order", Args: order(7), Key: strings.Repeat("k", 256)},
@@ -466,7 +476,6 @@ func TestCallerKey(t *testing.T) {
 			t.Errorf("bad input sent or recorded: %d writes, %d calls", h.writes()-before, len(h.calls())-calls)
 		}
 	})
-	_ = ctx
 }
 
 func TestRetry(t *testing.T) {
