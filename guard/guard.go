@@ -555,7 +555,7 @@ func outcomeOf(out mcpclient.Outcome) (o pending.Outcome, replayed bool) {
 	case mcpclient.OutcomeResult:
 		sig := readSignals(out.ResultJSON)
 		if sig.inProgress {
-			return pending.Outcome{Event: pending.EventLost, Reason: ReasonInProgress, Result: out.ResultJSON}, false
+			return pending.Outcome{Event: pending.EventLost, Reason: string(ReasonInProgress), Result: out.ResultJSON}, false
 		}
 		if sig.isError {
 			return pending.Outcome{Event: pending.EventFailed, Reason: "the tool reported an error", Result: out.ResultJSON}, sig.replayed
@@ -568,7 +568,7 @@ func outcomeOf(out mcpclient.Outcome) (o pending.Outcome, replayed bool) {
 		// Provably nothing was written: a definite failure, safe to retry.
 		return pending.Outcome{Event: pending.EventFailed, Reason: "not sent: " + errText(out.Err)}, false
 	}
-	reason, clock := unknownReason(out.Reason)
+	reason, clock := string(out.Reason), out.Reason.Clock()
 	var cause CancelCause
 	if out.Reason == mcpclient.ReasonCancelled && errors.As(out.Err, &cause) {
 		reason += ": " + string(cause)
@@ -586,31 +586,10 @@ type CancelCause string
 
 func (c CancelCause) Error() string { return string(c) }
 
-// Reasons an unknown call shows (the console's "why" column).
-const (
-	ReasonIdleTimeout     = "idle timeout"
-	ReasonAbsoluteTimeout = "absolute timeout"
-	ReasonConnectionLost  = "connection lost"
-	ReasonCancelled       = "cancelled"
-	ReasonInProgress      = "server reports in progress"
-	ReasonProtocolError   = "unreadable answer"
-)
-
-func unknownReason(r mcpclient.UnknownReason) (reason, clock string) {
-	switch r {
-	case mcpclient.ReasonIdleTimeout:
-		return ReasonIdleTimeout, "idle"
-	case mcpclient.ReasonAbsoluteTimeout:
-		return ReasonAbsoluteTimeout, "absolute"
-	case mcpclient.ReasonConnectionLost:
-		return ReasonConnectionLost, ""
-	case mcpclient.ReasonCancelled:
-		return ReasonCancelled, ""
-	case mcpclient.ReasonProtocolError:
-		return ReasonProtocolError, ""
-	}
-	return string(r), ""
-}
+// ReasonInProgress is the unknown reason of a call whose server answered
+// that it is still working on it: a result, so not one the client reports.
+// The other reasons are mcpclient's, recorded as they are.
+const ReasonInProgress mcpclient.UnknownReason = "server reports in progress"
 
 func errText(err error) string {
 	if err == nil {

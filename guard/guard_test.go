@@ -32,7 +32,7 @@ func TestTimedOutWriteIsNeverResent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.State != pending.StateUnknown || res.Call.Reason != ReasonIdleTimeout {
+	if res.State != pending.StateUnknown || res.Call.Reason != "idle timeout" {
 		t.Fatalf("state %s (%q), want unknown (idle timeout)", res.State, res.Call.Reason)
 	}
 	id, key := res.Call.ID, res.Key
@@ -272,7 +272,7 @@ func TestResendHold(t *testing.T) {
 		if !errors.As(err, &held) || !errors.Is(err, ErrHeld) {
 			t.Fatalf("identical call %v: %v", args, err)
 		}
-		if held.CallID != first.Call.ID || held.State != pending.StateUnknown || held.Reason != ReasonIdleTimeout || res.Call.ID != first.Call.ID {
+		if held.CallID != first.Call.ID || held.State != pending.StateUnknown || held.Reason != "idle timeout" || res.Call.ID != first.Call.ID {
 			t.Errorf("held %+v, result %+v", held, res)
 		}
 	}

@@ -259,7 +259,7 @@ func TestCallerCancel(t *testing.T) {
 }
 
 // The server dies mid-call: every call waiting on that session ends at once
-// as connection_lost, the error says how it died, and the next call starts
+// as connection lost, the error says how it died, and the next call starts
 // session 2.
 func TestServerDiesMidCall(t *testing.T) {
 	noLeak(t)

@@ -58,17 +58,33 @@ const (
 	OutcomeNotSent  OutcomeKind = "not_sent"  // provably no byte of the request was written
 )
 
-// UnknownReason says why an outcome is unknown.
+// UnknownReason says why an outcome is unknown. Its text is what the
+// journal stores as the call's reason and what people are shown (the
+// console's "why" column, the CLI's reason), so it is worded for them and
+// must not change; the engine may add detail after it ("cancelled: the
+// operator quit the console").
 type UnknownReason string
 
 // Reasons for an unknown outcome.
 const (
-	ReasonIdleTimeout     UnknownReason = "idle_timeout"     // no answer and no progress within IdleTimeout
-	ReasonAbsoluteTimeout UnknownReason = "absolute_timeout" // MaxTotal since the call began
-	ReasonConnectionLost  UnknownReason = "connection_lost"  // the process exited or a pipe broke
-	ReasonCancelled       UnknownReason = "cancelled"        // the caller's context ended
-	ReasonProtocolError   UnknownReason = "protocol_error"   // the server sent something that cannot be read as an answer
+	ReasonIdleTimeout     UnknownReason = "idle timeout"      // no answer and no progress within IdleTimeout
+	ReasonAbsoluteTimeout UnknownReason = "absolute timeout"  // MaxTotal since the call began
+	ReasonConnectionLost  UnknownReason = "connection lost"   // the process exited or a pipe broke
+	ReasonCancelled       UnknownReason = "cancelled"         // the caller's context ended
+	ReasonProtocolError   UnknownReason = "unreadable answer" // the server sent something that cannot be read as an answer
 )
+
+// Clock names the clock that fired for a timeout, as the journal records
+// it for the attempt: "idle", "absolute", or "" for the other reasons.
+func (r UnknownReason) Clock() string {
+	switch r {
+	case ReasonIdleTimeout:
+		return "idle"
+	case ReasonAbsoluteTimeout:
+		return "absolute"
+	}
+	return ""
+}
 
 // Errors that Outcome.Err and the other methods wrap, for errors.Is.
 var (
