@@ -17,8 +17,11 @@ var (
 	// ErrUnavailable: the server or the journal could not be used; nothing
 	// was sent.
 	ErrUnavailable = errors.New("unavailable")
-	// ErrHeld: an identical call is in flight or unknown; nothing was sent.
-	ErrHeld = errors.New("held")
+	// ErrHeld: an identical call is in flight or unknown, or settled late
+	// and not yet acknowledged; nothing was sent. It is the journal's own
+	// sentinel, so errors.Is(err, ErrHeld) holds for a hold reported by
+	// either layer; *HeldError, *LateSettledError and *KeyPendingError wrap it.
+	ErrHeld = pending.ErrHeld
 	// ErrNotAllowed: the decision is not allowed from the call's state.
 	ErrNotAllowed = errors.New("not allowed")
 )

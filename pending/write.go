@@ -40,7 +40,8 @@ type Intent struct {
 }
 
 // ErrHeld and ErrKeyExists are wrapped by *HeldError, *LateSettledError
-// and *KeyExistsError.
+// and *KeyExistsError. ErrHeld is the one sentinel for a hold: guard's
+// ErrHeld is this one.
 var (
 	ErrHeld      = errors.New("an identical call is in flight or unknown")
 	ErrKeyExists = errors.New("key already used")
