@@ -380,7 +380,7 @@ func secondContradicts(a pending.Attempt, lr mcpclient.LateResult) string {
 	if a.Outcome != pending.OutcomeSucceeded && a.Outcome != pending.OutcomeFailed {
 		return ""
 	}
-	if string(ev) != a.Outcome {
+	if string(ev) != string(a.Outcome) {
 		return fmt.Sprintf("attempt %d was answered twice: first %s, then %s", a.N, a.Outcome, ev)
 	}
 	if ev == pending.EventSucceeded && !sameJSON(a.Result, lr.ResultJSON) {

@@ -32,7 +32,7 @@ type Server interface {
 	ServerInfo() mcpclient.ServerInfo
 	Session() int
 	Tools(ctx context.Context) ([]mcp.Tool, error)
-	Call(ctx context.Context, tool string, args map[string]any, o mcpclient.CallOptions) mcpclient.Outcome
+	Call(ctx context.Context, tool string, args map[string]any, o mcpclient.CallOptions) mcpclient.Delivery
 }
 
 // Options configure a Guard.
@@ -365,8 +365,8 @@ type attempt struct {
 	onProgress func(mcpclient.Progress)
 
 	// Set by transmit.
-	out      mcpclient.Outcome // what the session saw
-	outcome  pending.Outcome   // what the journal records (masked)
+	out      mcpclient.Delivery // what the session saw
+	outcome  pending.Outcome    // what the journal records (masked)
 	replayed bool
 	mask     masker
 	settled  func() []mcpclient.LateResult // see startSending
@@ -407,7 +407,7 @@ func (g *Guard) transmit(ctx context.Context, a *attempt) {
 	a.mask = g.masker(a.call)
 	o, replayed := outcomeOf(a.out)
 	o = a.mask.outcome(o)
-	if a.out.Kind == mcpclient.OutcomeNotSent && a.prior == pending.StateUnknown {
+	if a.out.Kind == mcpclient.DeliveryNotSent && a.prior == pending.StateUnknown {
 		// A retry that never left teaches nothing: an earlier attempt may
 		// still have taken effect, so the call goes back to unknown. As
 		// "failed" it would claim the server had answered, and it could no
@@ -440,7 +440,7 @@ func (g *Guard) record(ctx context.Context, a *attempt) error {
 
 // unrecorded answers an attempt whose outcome the journal did not take.
 func (g *Guard) unrecorded(a *attempt, err error) (Result, error) {
-	if a.out.Kind == mcpclient.OutcomeNotSent {
+	if a.out.Kind == mcpclient.DeliveryNotSent {
 		return Result{}, journalErr(err)
 	}
 	// Sent, outcome not journaled: unknown to everyone, never "not sent";
@@ -466,7 +466,7 @@ func (g *Guard) settle(ctx context.Context, a *attempt) (Result, error) {
 			Class: mcpclient.AnswerUnusable, Raw: a.out.Raw, RawTruncated: a.out.RawTruncated, Why: a.out.Why})))
 	}
 	res := g.resultOf(ctx, a)
-	if a.out.Kind == mcpclient.OutcomeNotSent {
+	if a.out.Kind == mcpclient.DeliveryNotSent {
 		return res, unavailable(fmt.Errorf("call %d was not sent: %w", id, a.out.Err))
 	}
 	if res.State == pending.StateUnknown {
@@ -550,9 +550,9 @@ func (g *Guard) startSending(tool, key string) (st *sendState, settled func() []
 }
 
 // outcomeOf maps what the session saw to what the journal records.
-func outcomeOf(out mcpclient.Outcome) (o pending.Outcome, replayed bool) {
+func outcomeOf(out mcpclient.Delivery) (o pending.Outcome, replayed bool) {
 	switch out.Kind {
-	case mcpclient.OutcomeResult:
+	case mcpclient.DeliveryResult:
 		sig := readSignals(out.ResultJSON)
 		if sig.inProgress {
 			return pending.Outcome{Event: pending.EventLost, Reason: string(ReasonInProgress), Result: out.ResultJSON}, false
@@ -561,10 +561,10 @@ func outcomeOf(out mcpclient.Outcome) (o pending.Outcome, replayed bool) {
 			return pending.Outcome{Event: pending.EventFailed, Reason: "the tool reported an error", Result: out.ResultJSON}, sig.replayed
 		}
 		return pending.Outcome{Event: pending.EventSucceeded, Result: out.ResultJSON}, sig.replayed
-	case mcpclient.OutcomeRPCError:
+	case mcpclient.DeliveryRPCError:
 		e, _ := json.Marshal(out.RPCError)
 		return pending.Outcome{Event: pending.EventFailed, Reason: "the server answered with an error: " + out.RPCError.Message, Error: e}, false
-	case mcpclient.OutcomeNotSent:
+	case mcpclient.DeliveryNotSent:
 		// Provably nothing was written: a definite failure, safe to retry.
 		return pending.Outcome{Event: pending.EventFailed, Reason: "not sent: " + errText(out.Err)}, false
 	}
