@@ -80,6 +80,43 @@ func (e *KeyPendingError) Error() string {
 }
 func (e *KeyPendingError) Unwrap() error { return ErrHeld }
 
+// The errors below say what is wrong and leave what to do to the front-end:
+// only it knows its own commands and flags (the CLI's --tool, the
+// console's query dialog).
+
+// UnknownToolError: the server lists no tool of this name; nothing was sent.
+type UnknownToolError struct{ Tool string }
+
+func (e *UnknownToolError) Error() string {
+	return fmt.Sprintf("bad input: the server has no tool %q", e.Tool)
+}
+func (e *UnknownToolError) Unwrap() error { return ErrBadInput }
+
+// NoQueryError: a query was asked for a call of Tool without naming a
+// query tool, and the policy names none (query_tool).
+type NoQueryError struct{ Tool string }
+
+func (e *NoQueryError) Error() string {
+	return fmt.Sprintf("bad input: no query is configured for %s", e.Tool)
+}
+func (e *NoQueryError) Unwrap() error { return ErrBadInput }
+
+// SettledKeyError: a caller's key names a call that cannot take this send.
+// A failed call (State failed) is resent by its id (a retry); an applied or
+// abandoned one is settled, and a new operation needs a new key.
+type SettledKeyError struct {
+	CallID int64
+	State  pending.State
+}
+
+func (e *SettledKeyError) Error() string {
+	if e.State == pending.StateFailed {
+		return fmt.Sprintf("not allowed: key already used by call %d, which failed", e.CallID)
+	}
+	return fmt.Sprintf("not allowed: key already used by call %d, which is %s and settled; a new operation needs a new key", e.CallID, e.State)
+}
+func (e *SettledKeyError) Unwrap() error { return ErrNotAllowed }
+
 // ServerMismatchError: query or retry would go to a server other than the
 // one the call was made on.
 type ServerMismatchError struct {

@@ -137,7 +137,7 @@ func (g *Guard) Tool(ctx context.Context, name string) (mcp.Tool, error) {
 			return t, nil
 		}
 	}
-	return mcp.Tool{}, badInput("the server has no tool %q (run 'mcp-confirm tools' to list them)", name)
+	return mcp.Tool{}, &UnknownToolError{Tool: name}
 }
 
 // ListTools lists the server's tools and refreshes the cache.
@@ -343,7 +343,7 @@ func (g *Guard) existingKey(ctx context.Context, e *pending.KeyExistsError, args
 		return Result{Call: c, State: c.State, Key: c.Key}, &KeyPendingError{CallID: c.ID, State: c.State}
 	}
 	return Result{Call: c, State: c.State, Key: c.Key},
-		settledKeyError(c)
+		&SettledKeyError{CallID: c.ID, State: c.State}
 }
 
 func serverName(info mcpclient.ServerInfo) string {
@@ -671,14 +671,4 @@ func jsonType(v any) string {
 		return "a boolean"
 	}
 	return "a number"
-}
-
-// settledKeyError explains a caller key whose call cannot take this send:
-// a failed call is retried by its id; an applied or abandoned one is
-// settled, and a new operation needs a new key.
-func settledKeyError(c pending.Call) error {
-	if c.State == pending.StateFailed {
-		return fmt.Errorf("%w: key already used by call %d, which failed; resend it with 'mcp-confirm retry %d', or use a new key", ErrNotAllowed, c.ID, c.ID)
-	}
-	return fmt.Errorf("%w: key already used by call %d, which is %s and settled; a new operation needs a new key", ErrNotAllowed, c.ID, c.State)
 }
