@@ -50,7 +50,7 @@ type phasesKey struct{}
 // it (outcome), without touching the guard's code.
 type timedServer struct{ *mcpclient.Client }
 
-func (s timedServer) Call(ctx context.Context, tool string, args map[string]any, o mcpclient.CallOptions) mcpclient.Outcome {
+func (s timedServer) Call(ctx context.Context, tool string, args map[string]any, o mcpclient.CallOptions) mcpclient.Delivery {
 	p, _ := ctx.Value(phasesKey{}).(*phases)
 	if p == nil {
 		return s.Client.Call(ctx, tool, args, o)
@@ -134,7 +134,7 @@ func (e *benchEnv) bareWrite(b *testing.B) {
 	key := fmt.Sprintf("bench-bare-%d-%012d", e.run, e.seq.Add(1))
 	out := e.client.Call(context.Background(), "create_order", e.orderArgs(), mcpclient.CallOptions{
 		Key: key, KeyArg: "idempotency_key", IdleTimeout: DefaultWriteTimeout, MaxTotal: DefaultMaxTotal})
-	if out.Kind != mcpclient.OutcomeResult || readSignals(out.ResultJSON).isError {
+	if out.Kind != mcpclient.DeliveryResult || readSignals(out.ResultJSON).isError {
 		b.Errorf("bare create_order: %+v %s", out, out.ResultJSON)
 	}
 }
@@ -281,7 +281,7 @@ func BenchmarkRead(b *testing.B) {
 	}
 	bare := func() {
 		out := e.client.Call(context.Background(), "get_budget", args, mcpclient.CallOptions{IdleTimeout: DefaultReadTimeout, MaxTotal: DefaultReadTimeout})
-		if out.Kind != mcpclient.OutcomeResult || readSignals(out.ResultJSON).isError {
+		if out.Kind != mcpclient.DeliveryResult || readSignals(out.ResultJSON).isError {
 			b.Errorf("bare get_budget: %+v", out)
 		}
 	}

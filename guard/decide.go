@@ -141,7 +141,7 @@ func (g *Guard) query(ctx context.Context, c pending.Call, o QueryOptions, opera
 		toolName, template = tp.QueryTool, tp.QueryArgs
 	}
 	if toolName == "" {
-		return Result{}, badInput("no query is configured for %s; give one with --tool T --args JSON, or set query_tool in the policy", c.Tool)
+		return Result{}, &NoQueryError{Tool: c.Tool}
 	}
 	tool, err := g.Tool(ctx, toolName) // starts the session, so the server's name is known
 	if err != nil {
@@ -380,7 +380,7 @@ func secondContradicts(a pending.Attempt, lr mcpclient.LateResult) string {
 	if a.Outcome != pending.OutcomeSucceeded && a.Outcome != pending.OutcomeFailed {
 		return ""
 	}
-	if string(ev) != a.Outcome {
+	if string(ev) != string(a.Outcome) {
 		return fmt.Sprintf("attempt %d was answered twice: first %s, then %s", a.N, a.Outcome, ev)
 	}
 	if ev == pending.EventSucceeded && !sameJSON(a.Result, lr.ResultJSON) {

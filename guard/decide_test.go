@@ -159,28 +159,28 @@ func TestOutcomeOf(t *testing.T) {
 	rpcErr := &mcpclient.RPCError{Code: -32602, Message: "bad quantity"}
 	for _, tc := range []struct {
 		name     string
-		out      mcpclient.Outcome
+		out      mcpclient.Delivery
 		event    pending.Event
 		reason   string // substring
 		clock    string
 		replayed bool
 		result   bool // the result is kept
 	}{
-		{"result", mcpclient.Outcome{Kind: mcpclient.OutcomeResult, ResultJSON: okJSON}, pending.EventSucceeded, "", "", false, true},
-		{"replayed result", mcpclient.Outcome{Kind: mcpclient.OutcomeResult, ResultJSON: replayJSON}, pending.EventSucceeded, "", "", true, true},
-		{"isError", mcpclient.Outcome{Kind: mcpclient.OutcomeResult, ResultJSON: errJSON}, pending.EventFailed, "tool reported an error", "", false, true},
-		{"replayed isError", mcpclient.Outcome{Kind: mcpclient.OutcomeResult, ResultJSON: errReplayJSON}, pending.EventFailed, "tool reported an error", "", true, true},
-		{"in progress", mcpclient.Outcome{Kind: mcpclient.OutcomeResult, ResultJSON: progJSON}, pending.EventLost, ReasonInProgress, "", false, true},
-		{"rpc error", mcpclient.Outcome{Kind: mcpclient.OutcomeRPCError, RPCError: rpcErr, Err: rpcErr}, pending.EventFailed, "bad quantity", "", false, false},
-		{"not sent", mcpclient.Outcome{Kind: mcpclient.OutcomeNotSent, Err: errors.New("spawn: no such file")}, pending.EventFailed, "not sent: spawn: no such file", "", false, false},
-		{"not sent, no error", mcpclient.Outcome{Kind: mcpclient.OutcomeNotSent}, pending.EventFailed, "not sent", "", false, false},
-		{"idle", mcpclient.Outcome{Kind: mcpclient.OutcomeUnknown, Reason: mcpclient.ReasonIdleTimeout}, pending.EventLost, ReasonIdleTimeout, "idle", false, false},
-		{"absolute", mcpclient.Outcome{Kind: mcpclient.OutcomeUnknown, Reason: mcpclient.ReasonAbsoluteTimeout}, pending.EventLost, ReasonAbsoluteTimeout, "absolute", false, false},
-		{"connection lost", mcpclient.Outcome{Kind: mcpclient.OutcomeUnknown, Reason: mcpclient.ReasonConnectionLost}, pending.EventLost, ReasonConnectionLost, "", false, false},
-		{"cancelled", mcpclient.Outcome{Kind: mcpclient.OutcomeUnknown, Reason: mcpclient.ReasonCancelled}, pending.EventLost, ReasonCancelled, "", false, false},
-		{"protocol error", mcpclient.Outcome{Kind: mcpclient.OutcomeUnknown, Reason: mcpclient.ReasonProtocolError}, pending.EventLost, ReasonProtocolError, "", false, false},
-		{"reason this build does not know", mcpclient.Outcome{Kind: mcpclient.OutcomeUnknown, Reason: "gremlins"}, pending.EventLost, "gremlins", "", false, false},
-		{"kind this build does not know", mcpclient.Outcome{Kind: "new_kind"}, pending.EventLost, "", "", false, false},
+		{"result", mcpclient.Delivery{Kind: mcpclient.DeliveryResult, ResultJSON: okJSON}, pending.EventSucceeded, "", "", false, true},
+		{"replayed result", mcpclient.Delivery{Kind: mcpclient.DeliveryResult, ResultJSON: replayJSON}, pending.EventSucceeded, "", "", true, true},
+		{"isError", mcpclient.Delivery{Kind: mcpclient.DeliveryResult, ResultJSON: errJSON}, pending.EventFailed, "tool reported an error", "", false, true},
+		{"replayed isError", mcpclient.Delivery{Kind: mcpclient.DeliveryResult, ResultJSON: errReplayJSON}, pending.EventFailed, "tool reported an error", "", true, true},
+		{"in progress", mcpclient.Delivery{Kind: mcpclient.DeliveryResult, ResultJSON: progJSON}, pending.EventLost, "server reports in progress", "", false, true},
+		{"rpc error", mcpclient.Delivery{Kind: mcpclient.DeliveryRPCError, RPCError: rpcErr, Err: rpcErr}, pending.EventFailed, "bad quantity", "", false, false},
+		{"not sent", mcpclient.Delivery{Kind: mcpclient.DeliveryNotSent, Err: errors.New("spawn: no such file")}, pending.EventFailed, "not sent: spawn: no such file", "", false, false},
+		{"not sent, no error", mcpclient.Delivery{Kind: mcpclient.DeliveryNotSent}, pending.EventFailed, "not sent", "", false, false},
+		{"idle", mcpclient.Delivery{Kind: mcpclient.DeliveryUnknown, Reason: mcpclient.ReasonIdleTimeout}, pending.EventLost, "idle timeout", "idle", false, false},
+		{"absolute", mcpclient.Delivery{Kind: mcpclient.DeliveryUnknown, Reason: mcpclient.ReasonAbsoluteTimeout}, pending.EventLost, "absolute timeout", "absolute", false, false},
+		{"connection lost", mcpclient.Delivery{Kind: mcpclient.DeliveryUnknown, Reason: mcpclient.ReasonConnectionLost}, pending.EventLost, "connection lost", "", false, false},
+		{"cancelled", mcpclient.Delivery{Kind: mcpclient.DeliveryUnknown, Reason: mcpclient.ReasonCancelled}, pending.EventLost, "cancelled", "", false, false},
+		{"protocol error", mcpclient.Delivery{Kind: mcpclient.DeliveryUnknown, Reason: mcpclient.ReasonProtocolError}, pending.EventLost, "unreadable answer", "", false, false},
+		{"reason this build does not know", mcpclient.Delivery{Kind: mcpclient.DeliveryUnknown, Reason: "gremlins"}, pending.EventLost, "gremlins", "", false, false},
+		{"kind this build does not know", mcpclient.Delivery{Kind: "new_kind"}, pending.EventLost, "", "", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, replayed := outcomeOf(tc.out)
@@ -193,12 +193,12 @@ func TestOutcomeOf(t *testing.T) {
 			if tc.result != (len(o.Result) > 0) {
 				t.Errorf("result kept = %v", len(o.Result) > 0)
 			}
-			if tc.out.Kind == mcpclient.OutcomeRPCError && !strings.Contains(string(o.Error), `"code":-32602`) {
+			if tc.out.Kind == mcpclient.DeliveryRPCError && !strings.Contains(string(o.Error), `"code":-32602`) {
 				t.Errorf("error %s", o.Error)
 			}
 		})
 	}
-	if o, _ := outcomeOf(mcpclient.Outcome{Kind: mcpclient.OutcomeResult, ResultJSON: progJSON}); o.Reason != "server reports in progress" {
+	if o, _ := outcomeOf(mcpclient.Delivery{Kind: mcpclient.DeliveryResult, ResultJSON: progJSON}); o.Reason != "server reports in progress" {
 		t.Errorf("in-progress reason %q is not the SPEC's text", o.Reason)
 	}
 }

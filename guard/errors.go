@@ -17,8 +17,11 @@ var (
 	// ErrUnavailable: the server or the journal could not be used; nothing
 	// was sent.
 	ErrUnavailable = errors.New("unavailable")
-	// ErrHeld: an identical call is in flight or unknown; nothing was sent.
-	ErrHeld = errors.New("held")
+	// ErrHeld: an identical call is in flight or unknown, or settled late
+	// and not yet acknowledged; nothing was sent. It is the journal's own
+	// sentinel, so errors.Is(err, ErrHeld) holds for a hold reported by
+	// either layer; *HeldError, *LateSettledError and *KeyPendingError wrap it.
+	ErrHeld = pending.ErrHeld
 	// ErrNotAllowed: the decision is not allowed from the call's state.
 	ErrNotAllowed = errors.New("not allowed")
 )
@@ -76,6 +79,43 @@ func (e *KeyPendingError) Error() string {
 	return fmt.Sprintf("key already used by call %d, which is %s; nothing was sent", e.CallID, e.State)
 }
 func (e *KeyPendingError) Unwrap() error { return ErrHeld }
+
+// The errors below say what is wrong and leave what to do to the front-end:
+// only it knows its own commands and flags (the CLI's --tool, the
+// console's query dialog).
+
+// UnknownToolError: the server lists no tool of this name; nothing was sent.
+type UnknownToolError struct{ Tool string }
+
+func (e *UnknownToolError) Error() string {
+	return fmt.Sprintf("bad input: the server has no tool %q", e.Tool)
+}
+func (e *UnknownToolError) Unwrap() error { return ErrBadInput }
+
+// NoQueryError: a query was asked for a call of Tool without naming a
+// query tool, and the policy names none (query_tool).
+type NoQueryError struct{ Tool string }
+
+func (e *NoQueryError) Error() string {
+	return fmt.Sprintf("bad input: no query is configured for %s", e.Tool)
+}
+func (e *NoQueryError) Unwrap() error { return ErrBadInput }
+
+// SettledKeyError: a caller's key names a call that cannot take this send.
+// A failed call (State failed) is resent by its id (a retry); an applied or
+// abandoned one is settled, and a new operation needs a new key.
+type SettledKeyError struct {
+	CallID int64
+	State  pending.State
+}
+
+func (e *SettledKeyError) Error() string {
+	if e.State == pending.StateFailed {
+		return fmt.Sprintf("not allowed: key already used by call %d, which failed", e.CallID)
+	}
+	return fmt.Sprintf("not allowed: key already used by call %d, which is %s and settled; a new operation needs a new key", e.CallID, e.State)
+}
+func (e *SettledKeyError) Unwrap() error { return ErrNotAllowed }
 
 // ServerMismatchError: query or retry would go to a server other than the
 // one the call was made on.

@@ -34,7 +34,7 @@ type fakeServer struct {
 	session int
 	tools   []mcp.Tool
 	calls   []fakeCall
-	respond map[string]func(fakeCall) mcpclient.Outcome
+	respond map[string]func(fakeCall) mcpclient.Delivery
 	arrived chan fakeCall // if set, every call is announced here before it is answered
 	// restart makes the next Call find its session dead and send on a new
 	// one, as mcpclient does when the server died between calls.
@@ -51,7 +51,7 @@ func newFakeServer() *fakeServer {
 			tool("get_budget", ptr(true), "buyer"),
 			tool("pay", nil, "amount", "card_number"),
 		},
-		respond: map[string]func(fakeCall) mcpclient.Outcome{},
+		respond: map[string]func(fakeCall) mcpclient.Delivery{},
 	}
 }
 
@@ -76,7 +76,7 @@ func (f *fakeServer) Tools(ctx context.Context) ([]mcp.Tool, error) {
 	return append([]mcp.Tool(nil), f.tools...), nil
 }
 
-func (f *fakeServer) Call(ctx context.Context, name string, args map[string]any, o mcpclient.CallOptions) mcpclient.Outcome {
+func (f *fakeServer) Call(ctx context.Context, name string, args map[string]any, o mcpclient.CallOptions) mcpclient.Delivery {
 	f.mu.Lock()
 	if f.restart {
 		f.session++
@@ -103,13 +103,13 @@ func (f *fakeServer) Call(ctx context.Context, name string, args map[string]any,
 	if respond != nil {
 		out = respond(fc)
 	}
-	if out.Session == 0 && out.Kind != mcpclient.OutcomeNotSent {
+	if out.Session == 0 && out.Kind != mcpclient.DeliveryNotSent {
 		out.Session = session
 	}
 	return out
 }
 
-func (f *fakeServer) set(tool string, respond func(fakeCall) mcpclient.Outcome) {
+func (f *fakeServer) set(tool string, respond func(fakeCall) mcpclient.Delivery) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.respond[tool] = respond
@@ -144,21 +144,21 @@ func (f *fakeServer) sent(tool string) []fakeCall {
 	return out
 }
 
-func okOutcome(structured any) mcpclient.Outcome {
+func okOutcome(structured any) mcpclient.Delivery {
 	b, _ := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": "ok"}}, "structuredContent": structured})
-	return mcpclient.Outcome{Kind: mcpclient.OutcomeResult, ResultJSON: b}
+	return mcpclient.Delivery{Kind: mcpclient.DeliveryResult, ResultJSON: b}
 }
 
-func rawOutcome(raw string) mcpclient.Outcome {
-	return mcpclient.Outcome{Kind: mcpclient.OutcomeResult, ResultJSON: json.RawMessage(raw)}
+func rawOutcome(raw string) mcpclient.Delivery {
+	return mcpclient.Delivery{Kind: mcpclient.DeliveryResult, ResultJSON: json.RawMessage(raw)}
 }
 
-func lostOutcome() mcpclient.Outcome {
-	return mcpclient.Outcome{Kind: mcpclient.OutcomeUnknown, Reason: mcpclient.ReasonIdleTimeout, Err: mcpclient.ErrIdleTimeout}
+func lostOutcome() mcpclient.Delivery {
+	return mcpclient.Delivery{Kind: mcpclient.DeliveryUnknown, Reason: mcpclient.ReasonIdleTimeout, Err: mcpclient.ErrIdleTimeout}
 }
 
-func always(out mcpclient.Outcome) func(fakeCall) mcpclient.Outcome {
-	return func(fakeCall) mcpclient.Outcome { return out }
+func always(out mcpclient.Delivery) func(fakeCall) mcpclient.Delivery {
+	return func(fakeCall) mcpclient.Delivery { return out }
 }
 
 // harness is a guard on a real journal file and a fake server.

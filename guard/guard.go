@@ -33,7 +33,7 @@ type Server interface {
 	ServerInfo() mcpclient.ServerInfo
 	Session() int
 	Tools(ctx context.Context) ([]mcp.Tool, error)
-	Call(ctx context.Context, tool string, args map[string]any, o mcpclient.CallOptions) mcpclient.Outcome
+	Call(ctx context.Context, tool string, args map[string]any, o mcpclient.CallOptions) mcpclient.Delivery
 }
 
 // Options configure a Guard.
@@ -138,7 +138,7 @@ func (g *Guard) Tool(ctx context.Context, name string) (mcp.Tool, error) {
 			return t, nil
 		}
 	}
-	return mcp.Tool{}, badInput("the server has no tool %q (run 'mcp-confirm tools' to list them)", name)
+	return mcp.Tool{}, &UnknownToolError{Tool: name}
 }
 
 // ListTools lists the server's tools and refreshes the cache.
@@ -348,7 +348,7 @@ func (g *Guard) existingKey(ctx context.Context, e *pending.KeyExistsError, args
 		return Result{Call: c, State: c.State, Key: c.Key}, &KeyPendingError{CallID: c.ID, State: c.State}
 	}
 	return Result{Call: c, State: c.State, Key: c.Key},
-		settledKeyError(c)
+		&SettledKeyError{CallID: c.ID, State: c.State}
 }
 
 func serverName(info mcpclient.ServerInfo) string {
@@ -370,8 +370,8 @@ type attempt struct {
 	onProgress func(mcpclient.Progress)
 
 	// Set by transmit.
-	out      mcpclient.Outcome // what the session saw
-	outcome  pending.Outcome   // what the journal records (masked)
+	out      mcpclient.Delivery // what the session saw
+	outcome  pending.Outcome    // what the journal records (masked)
 	replayed bool
 	mask     masker
 	settled  func() []mcpclient.LateResult // see startSending
@@ -412,7 +412,7 @@ func (g *Guard) transmit(ctx context.Context, a *attempt) {
 	a.mask = g.masker(a.call)
 	o, replayed := outcomeOf(a.out)
 	o = a.mask.outcome(o)
-	if a.out.Kind == mcpclient.OutcomeNotSent && a.prior == pending.StateUnknown {
+	if a.out.Kind == mcpclient.DeliveryNotSent && a.prior == pending.StateUnknown {
 		// A retry that never left teaches nothing: an earlier attempt may
 		// still have taken effect, so the call goes back to unknown. As
 		// "failed" it would claim the server had answered, and it could no
@@ -445,7 +445,7 @@ func (g *Guard) record(ctx context.Context, a *attempt) error {
 
 // unrecorded answers an attempt whose outcome the journal did not take.
 func (g *Guard) unrecorded(a *attempt, err error) (Result, error) {
-	if a.out.Kind == mcpclient.OutcomeNotSent {
+	if a.out.Kind == mcpclient.DeliveryNotSent {
 		return Result{}, journalErr(err)
 	}
 	// Sent, outcome not journaled: unknown to everyone, never "not sent";
@@ -471,7 +471,7 @@ func (g *Guard) settle(ctx context.Context, a *attempt) (Result, error) {
 			Class: mcpclient.AnswerUnusable, Raw: a.out.Raw, RawTruncated: a.out.RawTruncated, Why: a.out.Why})))
 	}
 	res := g.resultOf(ctx, a)
-	if a.out.Kind == mcpclient.OutcomeNotSent {
+	if a.out.Kind == mcpclient.DeliveryNotSent {
 		return res, unavailable(fmt.Errorf("call %d was not sent: %w", id, a.out.Err))
 	}
 	if res.State == pending.StateUnknown {
@@ -555,25 +555,25 @@ func (g *Guard) startSending(tool, key string) (st *sendState, settled func() []
 }
 
 // outcomeOf maps what the session saw to what the journal records.
-func outcomeOf(out mcpclient.Outcome) (o pending.Outcome, replayed bool) {
+func outcomeOf(out mcpclient.Delivery) (o pending.Outcome, replayed bool) {
 	switch out.Kind {
-	case mcpclient.OutcomeResult:
+	case mcpclient.DeliveryResult:
 		sig := readSignals(out.ResultJSON)
 		if sig.inProgress {
-			return pending.Outcome{Event: pending.EventLost, Reason: ReasonInProgress, Result: out.ResultJSON}, false
+			return pending.Outcome{Event: pending.EventLost, Reason: string(ReasonInProgress), Result: out.ResultJSON}, false
 		}
 		if sig.isError {
 			return pending.Outcome{Event: pending.EventFailed, Reason: "the tool reported an error", Result: out.ResultJSON}, sig.replayed
 		}
 		return pending.Outcome{Event: pending.EventSucceeded, Result: out.ResultJSON}, sig.replayed
-	case mcpclient.OutcomeRPCError:
+	case mcpclient.DeliveryRPCError:
 		e, _ := json.Marshal(out.RPCError)
 		return pending.Outcome{Event: pending.EventFailed, Reason: "the server answered with an error: " + out.RPCError.Message, Error: e}, false
-	case mcpclient.OutcomeNotSent:
+	case mcpclient.DeliveryNotSent:
 		// Provably nothing was written: a definite failure, safe to retry.
 		return pending.Outcome{Event: pending.EventFailed, Reason: "not sent: " + errText(out.Err)}, false
 	}
-	reason, clock := unknownReason(out.Reason)
+	reason, clock := string(out.Reason), out.Reason.Clock()
 	var cause CancelCause
 	if out.Reason == mcpclient.ReasonCancelled && errors.As(out.Err, &cause) {
 		reason += ": " + string(cause)
@@ -591,31 +591,10 @@ type CancelCause string
 
 func (c CancelCause) Error() string { return string(c) }
 
-// Reasons an unknown call shows (the console's "why" column).
-const (
-	ReasonIdleTimeout     = "idle timeout"
-	ReasonAbsoluteTimeout = "absolute timeout"
-	ReasonConnectionLost  = "connection lost"
-	ReasonCancelled       = "cancelled"
-	ReasonInProgress      = "server reports in progress"
-	ReasonProtocolError   = "unreadable answer"
-)
-
-func unknownReason(r mcpclient.UnknownReason) (reason, clock string) {
-	switch r {
-	case mcpclient.ReasonIdleTimeout:
-		return ReasonIdleTimeout, "idle"
-	case mcpclient.ReasonAbsoluteTimeout:
-		return ReasonAbsoluteTimeout, "absolute"
-	case mcpclient.ReasonConnectionLost:
-		return ReasonConnectionLost, ""
-	case mcpclient.ReasonCancelled:
-		return ReasonCancelled, ""
-	case mcpclient.ReasonProtocolError:
-		return ReasonProtocolError, ""
-	}
-	return string(r), ""
-}
+// ReasonInProgress is the unknown reason of a call whose server answered
+// that it is still working on it: a result, so not one the client reports.
+// The other reasons are mcpclient's, recorded as they are.
+const ReasonInProgress mcpclient.UnknownReason = "server reports in progress"
 
 func errText(err error) string {
 	if err == nil {
@@ -671,13 +650,3 @@ func DecodeObject(data []byte) (map[string]any, error) { return decodeObject(dat
 // decodeObject is toolschema.Decode: one reading of arguments for the
 // guard, the console's editor and the CLI.
 func decodeObject(data []byte) (map[string]any, error) { return toolschema.Decode(data) }
-
-// settledKeyError explains a caller key whose call cannot take this send:
-// a failed call is retried by its id; an applied or abandoned one is
-// settled, and a new operation needs a new key.
-func settledKeyError(c pending.Call) error {
-	if c.State == pending.StateFailed {
-		return fmt.Errorf("%w: key already used by call %d, which failed; resend it with 'mcp-confirm retry %d', or use a new key", ErrNotAllowed, c.ID, c.ID)
-	}
-	return fmt.Errorf("%w: key already used by call %d, which is %s and settled; a new operation needs a new key", ErrNotAllowed, c.ID, c.State)
-}

@@ -32,7 +32,7 @@ func TestTimedOutWriteIsNeverResent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.State != pending.StateUnknown || res.Call.Reason != ReasonIdleTimeout {
+	if res.State != pending.StateUnknown || res.Call.Reason != "idle timeout" {
 		t.Fatalf("state %s (%q), want unknown (idle timeout)", res.State, res.Call.Reason)
 	}
 	id, key := res.Call.ID, res.Key
@@ -204,29 +204,29 @@ timeout = "4s"
 
 func TestReadsRetriedNeverJournaled(t *testing.T) {
 	rpcErr := &mcpclient.RPCError{Code: -32602, Message: "unknown buyer"}
-	notSent := mcpclient.Outcome{Kind: mcpclient.OutcomeNotSent, Err: errors.New("server will not start")}
+	notSent := mcpclient.Delivery{Kind: mcpclient.DeliveryNotSent, Err: errors.New("server will not start")}
 	for _, tc := range []struct {
 		name     string
 		policy   string
-		answers  []mcpclient.Outcome // the last one repeats
+		answers  []mcpclient.Delivery // the last one repeats
 		sends    int
 		state    pending.State
 		errIs    error
 		errorHas string // in Result.Error
 	}{
-		{"answered first time", "", []mcpclient.Outcome{okOutcome(map[string]any{"budget_left": 90})}, 1, pending.StateSucceeded, nil, ""},
-		{"timeouts then an answer", "", []mcpclient.Outcome{lostOutcome(), lostOutcome(), okOutcome(map[string]any{"budget_left": 90})}, 3, pending.StateSucceeded, nil, ""},
-		{"no answer after read_attempts", "", []mcpclient.Outcome{lostOutcome()}, DefaultReadAttempts, pending.StateFailed, nil, "after 3 attempts"},
-		{"policy read_attempts", "[defaults]\nread_attempts = 2\n", []mcpclient.Outcome{lostOutcome()}, 2, pending.StateFailed, nil, "after 2 attempts"},
-		{"one attempt", "[defaults]\nread_attempts = 1\n", []mcpclient.Outcome{lostOutcome(), okOutcome(nil)}, 1, pending.StateFailed, nil, "after 1 attempts"},
-		{"rpc error is not retried", "", []mcpclient.Outcome{{Kind: mcpclient.OutcomeRPCError, RPCError: rpcErr, Err: rpcErr}}, 1, pending.StateFailed, nil, "unknown buyer"},
-		{"tool error is not retried", "", []mcpclient.Outcome{rawOutcome(`{"content":[],"isError":true}`)}, 1, pending.StateFailed, nil, ""},
-		{"server unavailable", "[defaults]\nread_attempts = 2\n", []mcpclient.Outcome{notSent}, 2, pending.StateFailed, ErrUnavailable, ""},
+		{"answered first time", "", []mcpclient.Delivery{okOutcome(map[string]any{"budget_left": 90})}, 1, pending.StateSucceeded, nil, ""},
+		{"timeouts then an answer", "", []mcpclient.Delivery{lostOutcome(), lostOutcome(), okOutcome(map[string]any{"budget_left": 90})}, 3, pending.StateSucceeded, nil, ""},
+		{"no answer after read_attempts", "", []mcpclient.Delivery{lostOutcome()}, DefaultReadAttempts, pending.StateFailed, nil, "after 3 attempts"},
+		{"policy read_attempts", "[defaults]\nread_attempts = 2\n", []mcpclient.Delivery{lostOutcome()}, 2, pending.StateFailed, nil, "after 2 attempts"},
+		{"one attempt", "[defaults]\nread_attempts = 1\n", []mcpclient.Delivery{lostOutcome(), okOutcome(nil)}, 1, pending.StateFailed, nil, "after 1 attempts"},
+		{"rpc error is not retried", "", []mcpclient.Delivery{{Kind: mcpclient.DeliveryRPCError, RPCError: rpcErr, Err: rpcErr}}, 1, pending.StateFailed, nil, "unknown buyer"},
+		{"tool error is not retried", "", []mcpclient.Delivery{rawOutcome(`{"content":[],"isError":true}`)}, 1, pending.StateFailed, nil, ""},
+		{"server unavailable", "[defaults]\nread_attempts = 2\n", []mcpclient.Delivery{notSent}, 2, pending.StateFailed, ErrUnavailable, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, tc.policy)
-			h.f.set("get_budget", func(c fakeCall) mcpclient.Outcome {
+			h.f.set("get_budget", func(c fakeCall) mcpclient.Delivery {
 				return tc.answers[min(c.N, len(tc.answers))-1]
 			})
 			res, err := h.call(Request{Tool: "get_budget", Args: map[string]any{"buyer": "alice"}})
@@ -272,7 +272,7 @@ func TestResendHold(t *testing.T) {
 		if !errors.As(err, &held) || !errors.Is(err, ErrHeld) {
 			t.Fatalf("identical call %v: %v", args, err)
 		}
-		if held.CallID != first.Call.ID || held.State != pending.StateUnknown || held.Reason != ReasonIdleTimeout || res.Call.ID != first.Call.ID {
+		if held.CallID != first.Call.ID || held.State != pending.StateUnknown || held.Reason != "idle timeout" || res.Call.ID != first.Call.ID {
 			t.Errorf("held %+v, result %+v", held, res)
 		}
 	}
@@ -318,7 +318,7 @@ func TestResendHoldInFlight(t *testing.T) {
 	h := newHarness(t, "")
 	release := make(chan struct{})
 	h.f.arrived = make(chan fakeCall, 10)
-	h.f.set("create_order", func(fakeCall) mcpclient.Outcome {
+	h.f.set("create_order", func(fakeCall) mcpclient.Delivery {
 		<-release
 		return okOutcome(map[string]any{"order_id": "o1"})
 	})
@@ -645,7 +645,7 @@ func TestAutoQuery(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		policy     string
-		answer     mcpclient.Outcome
+		answer     mcpclient.Delivery
 		queries    int
 		state      pending.State
 		proposal   string
@@ -897,7 +897,7 @@ func TestLateResultDuringRetry(t *testing.T) {
 	}
 	release := make(chan struct{})
 	h.f.arrived = make(chan fakeCall, 1)
-	h.f.set("create_order", func(fakeCall) mcpclient.Outcome {
+	h.f.set("create_order", func(fakeCall) mcpclient.Delivery {
 		<-release
 		return okOutcome(map[string]any{"order_id": "o1", "replay": true})
 	})
@@ -946,7 +946,7 @@ func TestReplayedAndInProgress(t *testing.T) {
 
 func TestWriteNotSent(t *testing.T) {
 	h := newHarness(t, "")
-	h.f.set("create_order", always(mcpclient.Outcome{Kind: mcpclient.OutcomeNotSent, Err: errors.New("broken pipe before the first byte")}))
+	h.f.set("create_order", always(mcpclient.Delivery{Kind: mcpclient.DeliveryNotSent, Err: errors.New("broken pipe before the first byte")}))
 	res, err := h.call(Request{Tool: "create_order", Args: order(2)})
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("err = %v", err)
@@ -995,7 +995,7 @@ func TestLateResultRacesOutcome(t *testing.T) {
 	for i := range 20 {
 		h := newHarness(t, "")
 		lateDone := make(chan struct{})
-		h.f.set("create_order", func(c fakeCall) mcpclient.Outcome {
+		h.f.set("create_order", func(c fakeCall) mcpclient.Delivery {
 			go func() {
 				defer close(lateDone)
 				h.g.HandleLateResult(mcpclient.LateResult{Key: c.Opts.Key, Tool: "create_order", Session: 1,
@@ -1041,7 +1041,7 @@ func TestRestartNeverResends(t *testing.T) {
 	h := newHarness(t, "")
 	release := make(chan struct{})
 	h.f.arrived = make(chan fakeCall, 10)
-	h.f.set("create_order", func(fakeCall) mcpclient.Outcome {
+	h.f.set("create_order", func(fakeCall) mcpclient.Delivery {
 		<-release
 		return lostOutcome()
 	})
@@ -1115,7 +1115,7 @@ func TestReadBudgetBoundsRetries(t *testing.T) {
 	h := newHarness(t, "")
 	const budget = 300 * time.Millisecond
 	h.g = New(h.j, h.f, Options{Operator: "tester", ReadBudget: budget})
-	h.f.set("get_budget", func(c fakeCall) mcpclient.Outcome {
+	h.f.set("get_budget", func(c fakeCall) mcpclient.Delivery {
 		time.Sleep(c.Opts.MaxTotal)
 		return lostOutcome()
 	})
@@ -1137,7 +1137,7 @@ func TestReadBudgetBoundsRetries(t *testing.T) {
 // "unknown", never an "unavailable, nothing sent" that invites a resend.
 func TestOutcomeNotRecordedIsUnknownNotUnavailable(t *testing.T) {
 	h := newHarness(t, "")
-	h.f.set("create_order", func(fakeCall) mcpclient.Outcome {
+	h.f.set("create_order", func(fakeCall) mcpclient.Delivery {
 		h.j.Close()
 		return okOutcome(map[string]any{"order_id": 1})
 	})

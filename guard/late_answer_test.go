@@ -25,7 +25,7 @@ func TestLateAnswerIsTheResult(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, "")
-			h.f.set("create_order", func(c fakeCall) mcpclient.Outcome {
+			h.f.set("create_order", func(c fakeCall) mcpclient.Delivery {
 				// Delivered on the session's goroutine before Call returns.
 				h.g.HandleLateResult(mcpclient.LateResult{Key: c.Opts.Key, Tool: "create_order", Session: 1, RPCID: "1",
 					ResultJSON: json.RawMessage(tc.answer)})

@@ -22,7 +22,7 @@ func (g *Guard) read(ctx context.Context, tool string, req Request) (Result, err
 	if g.opts.ReadBudget > 0 {
 		deadline = time.Now().Add(g.opts.ReadBudget)
 	}
-	var out mcpclient.Outcome
+	var out mcpclient.Delivery
 	for i := 0; i < attempts; i++ {
 		var pause time.Duration
 		if i > 0 {
@@ -49,21 +49,21 @@ func (g *Guard) read(ctx context.Context, tool string, req Request) (Result, err
 		// One clock per attempt: progress does not extend a read.
 		out = g.srv.Call(ctx, tool, req.Args, mcpclient.CallOptions{RawArgs: req.RawArgs, MaxTotal: perAttempt,
 			OnProgress: req.OnProgress, OnAnswer: req.OnReadAnswer})
-		if out.Kind == mcpclient.OutcomeResult || out.Kind == mcpclient.OutcomeRPCError || ctx.Err() != nil {
+		if out.Kind == mcpclient.DeliveryResult || out.Kind == mcpclient.DeliveryRPCError || ctx.Err() != nil {
 			break
 		}
 	}
 	switch out.Kind {
-	case mcpclient.OutcomeResult:
+	case mcpclient.DeliveryResult:
 		state := pending.StateSucceeded
 		if readSignals(out.ResultJSON).isError {
 			state = pending.StateFailed
 		}
 		return Result{State: state, Result: out.ResultJSON}, nil
-	case mcpclient.OutcomeRPCError:
+	case mcpclient.DeliveryRPCError:
 		e, _ := json.Marshal(out.RPCError)
 		return Result{State: pending.StateFailed, Error: e}, nil
-	case mcpclient.OutcomeNotSent:
+	case mcpclient.DeliveryNotSent:
 		return Result{State: pending.StateFailed}, unavailable(out.Err)
 	}
 	e, _ := json.Marshal(map[string]any{"code": 0, "message": "read gave no answer after " + itoa(attempts) + " attempts: " + errText(out.Err)})

@@ -17,7 +17,7 @@ import (
 // "attempt already ended", and never reported as a journal failure.
 func TestAnswerToARecoveredAttemptIsKept(t *testing.T) {
 	h := newHarness(t, "")
-	h.f.set("create_order", func(fakeCall) mcpclient.Outcome {
+	h.f.set("create_order", func(fakeCall) mcpclient.Delivery {
 		lock := filepath.Join(h.path+".owners", h.j.Owner()+".lock")
 		if err := os.Remove(lock); err != nil {
 			t.Errorf("remove the owner's lock file: %v", err)

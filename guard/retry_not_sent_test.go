@@ -17,10 +17,10 @@ import (
 // committed an order. A retry of a failed call that is not sent stays
 // failed.
 func TestRetryNotSent(t *testing.T) {
-	notSent := always(mcpclient.Outcome{Kind: mcpclient.OutcomeNotSent, Err: errors.New("start MCP server: exit status 1")})
+	notSent := always(mcpclient.Delivery{Kind: mcpclient.DeliveryNotSent, Err: errors.New("start MCP server: exit status 1")})
 	for _, tc := range []struct {
 		name  string
-		first mcpclient.Outcome
+		first mcpclient.Delivery
 		want  pending.State
 	}{
 		{"unknown stays unknown", lostOutcome(), pending.StateUnknown},

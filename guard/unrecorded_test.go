@@ -40,7 +40,7 @@ func TestOutcomeNotRecordedKeepsTheAnswerAndTheReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	f.set("create_order", func(fakeCall) mcpclient.Outcome {
+	f.set("create_order", func(fakeCall) mcpclient.Delivery {
 		// The intent is committed; now someone takes the write lock.
 		if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
 			t.Errorf("take the write lock: %v", err)

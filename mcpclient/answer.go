@@ -16,7 +16,7 @@ const (
 	AnswerUnusable AnswerClass = "unusable"  // anything else: not a usable answer
 )
 
-// maxRaw bounds the bytes of an unusable answer that Outcome.Raw and
+// maxRaw bounds the bytes of an unusable answer that Delivery.Raw and
 // LateResult.Raw keep as evidence.
 const maxRaw = 64 << 10
 

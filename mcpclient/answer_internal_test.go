@@ -27,7 +27,7 @@ func TestAnsweredWindowIsBounded(t *testing.T) {
 		if _, deliver := tp.incoming(answer(i)); deliver != nil {
 			deliver()
 		}
-		if out := tp.finish(c, nil, context.Background(), context.Background(), func() {}); out.Kind != OutcomeResult {
+		if out := tp.finish(c, nil, context.Background(), context.Background(), func() {}); out.Kind != DeliveryResult {
 			t.Fatalf("call %d: %+v", i, out)
 		}
 	}

@@ -40,7 +40,7 @@ func TestOnAnswer(t *testing.T) {
 
 	var a answers
 	out := call(t, c, "echo", map[string]any{"text": "hi"}, mcpclient.CallOptions{OnAnswer: a.on})
-	if out.Kind != mcpclient.OutcomeResult || a.count() != 1 {
+	if out.Kind != mcpclient.DeliveryResult || a.count() != 1 {
 		t.Fatalf("echo: outcome %+v, %d answers passed before Call returned", out, a.count())
 	}
 	if !bytes.Equal(a.got[0], out.ResultJSON) || a.errs[0] != nil {
@@ -49,7 +49,7 @@ func TestOnAnswer(t *testing.T) {
 
 	var f answers
 	out = call(t, c, "fail", nil, mcpclient.CallOptions{Key: "k-fail-0000000002", OnAnswer: f.on})
-	if out.Kind != mcpclient.OutcomeRPCError || f.count() != 1 {
+	if out.Kind != mcpclient.DeliveryRPCError || f.count() != 1 {
 		t.Fatalf("fail: outcome %+v, %d answers passed", out, f.count())
 	}
 	if f.got[0] != nil || f.errs[0] == nil || !reflect.DeepEqual(f.errs[0], out.RPCError) {
@@ -58,7 +58,7 @@ func TestOnAnswer(t *testing.T) {
 
 	var l answers
 	out = call(t, c, "late", map[string]any{"delay_ms": 600}, mcpclient.CallOptions{Key: "k-late-0000000002", IdleTimeout: 150 * time.Millisecond, OnAnswer: l.on})
-	if out.Kind != mcpclient.OutcomeUnknown {
+	if out.Kind != mcpclient.DeliveryUnknown {
 		t.Fatalf("late: outcome %+v", out)
 	}
 	late.wait(t, "k-late-0000000002") // the answer has come, as late evidence

@@ -44,7 +44,7 @@ func BenchmarkReadRoundTrip(b *testing.B) {
 	args := map[string]any{"text": "hello"}
 	viaOurs := func(i int) {
 		out := ours.Call(ctx, "echo", args, mcpclient.CallOptions{Key: fmt.Sprintf("bench-key-%012d", i), IdleTimeout: 30 * time.Second})
-		if out.Kind != mcpclient.OutcomeResult {
+		if out.Kind != mcpclient.DeliveryResult {
 			b.Fatalf("mcpclient: %+v", out)
 		}
 	}

@@ -95,7 +95,7 @@ func TestBrokenServersFailToStart(t *testing.T) {
 			}
 			// A call on a server that cannot start is provably not sent.
 			out := c.Call(context.Background(), "echo", nil, mcpclient.CallOptions{Key: "k-never-000000001"})
-			if out.Kind != mcpclient.OutcomeNotSent || !errors.As(out.Err, &se) {
+			if out.Kind != mcpclient.DeliveryNotSent || !errors.As(out.Err, &se) {
 				t.Errorf("call outcome = %+v", out)
 			}
 		})
@@ -112,7 +112,7 @@ func TestStderrFlood(t *testing.T) {
 	opts.StderrLines = 5
 	c := started(t, fixture("-mode", "flood"), opts)
 	for i := 0; i < 20; i++ {
-		if out := call(t, c, "echo", nil, mcpclient.CallOptions{}); out.Kind != mcpclient.OutcomeResult {
+		if out := call(t, c, "echo", nil, mcpclient.CallOptions{}); out.Kind != mcpclient.DeliveryResult {
 			t.Fatalf("call %d: %+v", i, out)
 		}
 	}

@@ -65,25 +65,25 @@ var (
 // server is then sent notifications/cancelled for the request (for every
 // tools/call cancelled after the write, see toolsCall), and the outcome
 // is unknown: a cancel is a request, not proof that nothing happened.
-func (c *Client) Call(ctx context.Context, tool string, args map[string]any, o CallOptions) Outcome {
+func (c *Client) Call(ctx context.Context, tool string, args map[string]any, o CallOptions) Delivery {
 	if o.KeyArg != "" && o.Key == "" {
-		return Outcome{Kind: OutcomeNotSent, EndedAt: time.Now(),
+		return Delivery{Kind: DeliveryNotSent, EndedAt: time.Now(),
 			Err: fmt.Errorf("call %s: key argument %q set without a key", tool, o.KeyArg)}
 	}
 	for attempt := 0; ; attempt++ {
 		s, err := c.session(ctx)
 		if err != nil {
-			return Outcome{Kind: OutcomeNotSent, EndedAt: time.Now(), Err: fmt.Errorf("call %s: %w", tool, err)}
+			return Delivery{Kind: DeliveryNotSent, EndedAt: time.Now(), Err: fmt.Errorf("call %s: %w", tool, err)}
 		}
 		out := c.callOn(ctx, s, tool, args, o)
-		if out.Kind == OutcomeNotSent && !s.alive() && ctx.Err() == nil && attempt == 0 {
+		if out.Kind == DeliveryNotSent && !s.alive() && ctx.Err() == nil && attempt == 0 {
 			continue
 		}
 		return out
 	}
 }
 
-func (c *Client) callOn(ctx context.Context, s *session, tool string, args map[string]any, o CallOptions) Outcome {
+func (c *Client) callOn(ctx context.Context, s *session, tool string, args map[string]any, o CallOptions) Delivery {
 	rawArgs := o.RawArgs
 	if o.KeyArg != "" {
 		rawArgs = nil
@@ -129,17 +129,17 @@ func (c *Client) callOn(ctx context.Context, s *session, tool string, args map[s
 		}
 	}
 
-	var out Outcome
+	var out Delivery
 	if !s.tap.register(wc) {
 		stopClocks()
-		out = Outcome{Kind: OutcomeNotSent, Session: s.n, EndedAt: time.Now(),
+		out = Delivery{Kind: DeliveryNotSent, Session: s.n, EndedAt: time.Now(),
 			Err: fmt.Errorf("call %s: %w", tool, s.lostError())}
 	} else {
 		err := s.toolsCall(callCtx, wc, args, rawArgs)
 		out = s.tap.finish(wc, err, ctx, callCtx, stopClocks)
-		if out.Kind == OutcomeUnknown && out.Reason == ReasonConnectionLost {
+		if out.Kind == DeliveryUnknown && out.Reason == ReasonConnectionLost {
 			out.Err = fmt.Errorf("call %s: %w", tool, s.lostError())
-		} else if out.Err != nil && out.Kind != OutcomeRPCError {
+		} else if out.Err != nil && out.Kind != DeliveryRPCError {
 			out.Err = fmt.Errorf("call %s (session %d): %w", tool, s.n, out.Err)
 		}
 	}
@@ -152,7 +152,7 @@ func (c *Client) callOn(ctx context.Context, s *session, tool string, args map[s
 
 // finish decides the outcome of a call once toolsCall has returned (decide)
 // and stops the tap tracking what the outcome settles (settle).
-func (t *tap) finish(wc *wireCall, err error, parent, callCtx context.Context, stopClocks func()) Outcome {
+func (t *tap) finish(wc *wireCall, err error, parent, callCtx context.Context, stopClocks func()) Delivery {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	// From here on, progress for this call is ignored and any answer to it
@@ -172,7 +172,7 @@ func (t *tap) finish(wc *wireCall, err error, parent, callCtx context.Context, s
 	if last != nil {
 		out.RPCID = rpcIDText(last.id)
 	}
-	t.settle(wc, last, out.Kind == OutcomeUnknown)
+	t.settle(wc, last, out.Kind == DeliveryUnknown)
 	return out
 }
 
@@ -190,27 +190,27 @@ type ending struct {
 // from its ending, its answer classified once, the same way everywhere. It
 // is a pure function (but for classify's caching) and fills only the
 // members that say what happened: Kind, Reason, Err and the answer's.
-func decide(e ending) Outcome {
-	var out Outcome
+func decide(e ending) Delivery {
+	var out Delivery
 	switch {
 	case !e.sent:
 		// Not one byte of any request for this call reached the pipe.
-		out.Kind, out.Err = OutcomeNotSent, e.err
+		out.Kind, out.Err = DeliveryNotSent, e.err
 	case e.resp == nil:
-		out.Kind, out.Reason, out.Err = OutcomeUnknown, e.reason, e.reasonErr
+		out.Kind, out.Reason, out.Err = DeliveryUnknown, e.reason, e.reasonErr
 	default:
 		resp := e.resp
 		switch class := resp.classify(); {
 		case class == AnswerRPCError && !resp.afterCancel:
 			// The server answered with an error before any cancel of ours.
-			out.Kind, out.RPCError, out.Err = OutcomeRPCError, resp.rpcErr, resp.rpcErr
+			out.Kind, out.RPCError, out.Err = DeliveryRPCError, resp.rpcErr, resp.rpcErr
 		case class == AnswerResult && !(resp.isError && resp.afterCancel):
 			// A result is a result, even one that came as the call was
 			// giving up on it.
-			out.Kind, out.ResultJSON = OutcomeResult, resp.result
+			out.Kind, out.ResultJSON = DeliveryResult, resp.result
 		case class == AnswerUnusable && !resp.afterCancel:
 			// Not an answer that says anything: unknown, its bytes kept.
-			out.Kind, out.Reason = OutcomeUnknown, ReasonProtocolError
+			out.Kind, out.Reason = DeliveryUnknown, ReasonProtocolError
 			out.Raw, out.RawTruncated = bounded(resp.line)
 			out.Why = resp.why
 			out.Err = fmt.Errorf("%w: %s", ErrUnusableAnswer, resp.why)
@@ -219,7 +219,7 @@ func decide(e ending) Outcome {
 			// the handler stopped, not whether the work took effect, and an
 			// unusable one says nothing. The call stays unknown and the
 			// answer goes out as late evidence (settle).
-			out.Kind, out.Reason, out.Err = OutcomeUnknown, e.reason, e.reasonErr
+			out.Kind, out.Reason, out.Err = DeliveryUnknown, e.reason, e.reasonErr
 		}
 	}
 	return out

@@ -230,7 +230,7 @@ func (c *Client) isClosed() bool {
 
 // Close stops the server: stdin closed, then SIGTERM, then SIGKILL, each
 // after StopGrace; the process is always reaped. Calls still running end as
-// unknown (connection_lost). Close waits for OnLateResult to return.
+// unknown (connection lost). Close waits for OnLateResult to return.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	c.closed = true

@@ -60,7 +60,7 @@ func TestModernServer(t *testing.T) {
 		Key: "key-0001-abcdef", KeyArg: "idempotency_key",
 		OnSent: func(session int, id string) { sent = append(sent, id) },
 	})
-	if out.Kind != mcpclient.OutcomeResult || out.Err != nil {
+	if out.Kind != mcpclient.DeliveryResult || out.Err != nil {
 		t.Fatalf("outcome = %+v", out)
 	}
 	if len(args) != 1 {
@@ -90,12 +90,12 @@ func TestModernServer(t *testing.T) {
 
 	// A tool-level failure is still an answer.
 	out = call(t, c, "tool_error", nil, mcpclient.CallOptions{})
-	if out.Kind != mcpclient.OutcomeResult || !toolResult(t, out.ResultJSON).IsError {
+	if out.Kind != mcpclient.DeliveryResult || !toolResult(t, out.ResultJSON).IsError {
 		t.Errorf("tool_error outcome = %+v", out)
 	}
 	// KeyArg without a key is refused before anything is sent.
 	out = call(t, c, "echo", nil, mcpclient.CallOptions{KeyArg: "idempotency_key"})
-	if out.Kind != mcpclient.OutcomeNotSent {
+	if out.Kind != mcpclient.DeliveryNotSent {
 		t.Errorf("KeyArg without Key: %+v", out)
 	}
 }
@@ -104,14 +104,14 @@ func TestRPCErrorIsDefinite(t *testing.T) {
 	noLeak(t)
 	c := started(t, fixture(), testOptions())
 	out := call(t, c, "fail", nil, mcpclient.CallOptions{Key: "k-fail-0000000001"})
-	if out.Kind != mcpclient.OutcomeRPCError || out.RPCError == nil {
+	if out.Kind != mcpclient.DeliveryRPCError || out.RPCError == nil {
 		t.Fatalf("outcome = %+v", out)
 	}
 	if out.RPCError.Code != mcp.INTERNAL_ERROR || !strings.Contains(out.RPCError.Message, "out of stock") {
 		t.Errorf("rpc error = %+v", out.RPCError)
 	}
 	out = call(t, c, "no_such_tool", nil, mcpclient.CallOptions{})
-	if out.Kind != mcpclient.OutcomeRPCError || out.RPCError == nil {
+	if out.Kind != mcpclient.DeliveryRPCError || out.RPCError == nil {
 		t.Fatalf("unknown tool outcome = %+v", out)
 	}
 }
@@ -125,7 +125,7 @@ func TestIdleTimeoutCancelsAndStaysUnknown(t *testing.T) {
 	c, late := startedWithLate(t, fixture())
 
 	out := call(t, c, "hang", nil, mcpclient.CallOptions{Key: "k-hang-0000000001", IdleTimeout: 300 * time.Millisecond})
-	if out.Kind != mcpclient.OutcomeUnknown || out.Reason != mcpclient.ReasonIdleTimeout {
+	if out.Kind != mcpclient.DeliveryUnknown || out.Reason != mcpclient.ReasonIdleTimeout {
 		t.Fatalf("outcome = %+v", out)
 	}
 	if !errors.Is(out.Err, mcpclient.ErrIdleTimeout) || out.RPCID == "" {
@@ -139,7 +139,7 @@ func TestIdleTimeoutCancelsAndStaysUnknown(t *testing.T) {
 		t.Errorf("late = %+v", lr)
 	}
 	// The session survives a timeout.
-	if out := call(t, c, "echo", nil, mcpclient.CallOptions{}); out.Kind != mcpclient.OutcomeResult || out.Session != 1 {
+	if out := call(t, c, "echo", nil, mcpclient.CallOptions{}); out.Kind != mcpclient.DeliveryResult || out.Session != 1 {
 		t.Errorf("echo after timeout: %+v", out)
 	}
 }
@@ -168,7 +168,7 @@ func TestProgressAndTwoClocks(t *testing.T) {
 			mu.Unlock()
 		},
 	})
-	if out.Kind != mcpclient.OutcomeResult {
+	if out.Kind != mcpclient.DeliveryResult {
 		t.Fatalf("outcome = %+v", out)
 	}
 	mu.Lock()
@@ -180,7 +180,7 @@ func TestProgressAndTwoClocks(t *testing.T) {
 	out = call(t, c, "progress", map[string]any{"steps": 40, "interval_ms": 50}, mcpclient.CallOptions{
 		Key: "k-prog-0000000001", IdleTimeout: 5 * time.Second, MaxTotal: 400 * time.Millisecond,
 	})
-	if out.Kind != mcpclient.OutcomeUnknown || out.Reason != mcpclient.ReasonAbsoluteTimeout || !errors.Is(out.Err, mcpclient.ErrAbsoluteTimeout) {
+	if out.Kind != mcpclient.DeliveryUnknown || out.Reason != mcpclient.ReasonAbsoluteTimeout || !errors.Is(out.Err, mcpclient.ErrAbsoluteTimeout) {
 		t.Fatalf("outcome = %+v", out)
 	}
 	waitFor(t, "the server to see the cancel", func() bool {
@@ -194,21 +194,21 @@ func TestSlowProgressHandlerDoesNotStallSession(t *testing.T) {
 	noLeak(t)
 	c := started(t, fixture(), testOptions())
 	release := make(chan struct{})
-	done := make(chan mcpclient.Outcome, 1)
+	done := make(chan mcpclient.Delivery, 1)
 	go func() {
 		done <- c.Call(context.Background(), "progress", map[string]any{"steps": 20, "interval_ms": 10}, mcpclient.CallOptions{
 			OnProgress: func(mcpclient.Progress) { <-release },
 		})
 	}()
 	for i := 0; i < 5; i++ {
-		if out := call(t, c, "echo", nil, mcpclient.CallOptions{}); out.Kind != mcpclient.OutcomeResult {
+		if out := call(t, c, "echo", nil, mcpclient.CallOptions{}); out.Kind != mcpclient.DeliveryResult {
 			t.Fatalf("echo while a progress handler is stuck: %+v", out)
 		}
 	}
 	close(release)
 	select {
 	case out := <-done:
-		if out.Kind != mcpclient.OutcomeResult {
+		if out.Kind != mcpclient.DeliveryResult {
 			t.Errorf("progress call: %+v", out)
 		}
 	case <-time.After(hangGuard):
@@ -223,7 +223,7 @@ func TestLateResultDelivered(t *testing.T) {
 	c, late := startedWithLate(t, fixture())
 
 	out := call(t, c, "late", map[string]any{"delay_ms": 700}, mcpclient.CallOptions{Key: "k-late-0000000001", IdleTimeout: 200 * time.Millisecond})
-	if out.Kind != mcpclient.OutcomeUnknown || out.Reason != mcpclient.ReasonIdleTimeout {
+	if out.Kind != mcpclient.DeliveryUnknown || out.Reason != mcpclient.ReasonIdleTimeout {
 		t.Fatalf("outcome = %+v", out)
 	}
 	lr := late.wait(t, "k-late-0000000001")
@@ -244,7 +244,7 @@ func TestCallerCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	out := c.Call(ctx, "hang", nil, mcpclient.CallOptions{Key: "k-cancel-00000001"})
-	if out.Kind != mcpclient.OutcomeUnknown || out.Reason != mcpclient.ReasonCancelled {
+	if out.Kind != mcpclient.DeliveryUnknown || out.Reason != mcpclient.ReasonCancelled {
 		t.Fatalf("outcome = %+v", out)
 	}
 	waitFor(t, "the server to see the cancel", func() bool {
@@ -253,13 +253,13 @@ func TestCallerCancel(t *testing.T) {
 
 	// A context that ended before the call: provably nothing written.
 	out = c.Call(ctx, "echo", nil, mcpclient.CallOptions{})
-	if out.Kind != mcpclient.OutcomeNotSent || !out.SentAt.IsZero() || out.RPCID != "" {
+	if out.Kind != mcpclient.DeliveryNotSent || !out.SentAt.IsZero() || out.RPCID != "" {
 		t.Fatalf("pre-cancelled outcome = %+v", out)
 	}
 }
 
 // The server dies mid-call: every call waiting on that session ends at once
-// as connection_lost, the error says how it died, and the next call starts
+// as connection lost, the error says how it died, and the next call starts
 // session 2.
 func TestServerDiesMidCall(t *testing.T) {
 	noLeak(t)
@@ -270,14 +270,14 @@ func TestServerDiesMidCall(t *testing.T) {
 	c := started(t, fixture(), opts)
 
 	const waiting = 3
-	outs := make(chan mcpclient.Outcome, waiting)
+	outs := make(chan mcpclient.Delivery, waiting)
 	for i := 0; i < waiting; i++ {
 		go func() { outs <- c.Call(context.Background(), "hang", nil, mcpclient.CallOptions{}) }()
 	}
 	waitFor(t, "the hanging calls to be sent", func() bool { return true })
 	time.Sleep(100 * time.Millisecond)
 	out := call(t, c, "die", map[string]any{"delay_ms": 50}, mcpclient.CallOptions{Key: "k-die-00000000001"})
-	if out.Kind != mcpclient.OutcomeUnknown || out.Reason != mcpclient.ReasonConnectionLost {
+	if out.Kind != mcpclient.DeliveryUnknown || out.Reason != mcpclient.ReasonConnectionLost {
 		t.Fatalf("outcome = %+v", out)
 	}
 	if !errors.Is(out.Err, mcpclient.ErrConnectionLost) || !strings.Contains(out.Err.Error(), "exit status 7") ||
@@ -289,7 +289,7 @@ func TestServerDiesMidCall(t *testing.T) {
 		case o := <-outs:
 			// A hang call not yet written when the pipe closed is NotSent
 			// and resent on session 2, where it hangs: so only unknowns here.
-			if o.Kind != mcpclient.OutcomeUnknown || o.Reason != mcpclient.ReasonConnectionLost {
+			if o.Kind != mcpclient.DeliveryUnknown || o.Reason != mcpclient.ReasonConnectionLost {
 				t.Errorf("waiting call: %+v", o)
 			}
 		case <-time.After(5 * time.Second):
@@ -299,7 +299,7 @@ func TestServerDiesMidCall(t *testing.T) {
 	waitFor(t, "state exited", func() bool { return c.State() == mcpclient.StateExited })
 
 	out = call(t, c, "echo", nil, mcpclient.CallOptions{})
-	if out.Kind != mcpclient.OutcomeResult || out.Session != 2 || c.Session() != 2 || c.State() != mcpclient.StateRunning {
+	if out.Kind != mcpclient.DeliveryResult || out.Session != 2 || c.Session() != 2 || c.State() != mcpclient.StateRunning {
 		t.Fatalf("after restart: %+v (session %d, state %s)", out, c.Session(), c.State())
 	}
 	mu.Lock()
@@ -315,7 +315,7 @@ func TestCloseEndsRunningCalls(t *testing.T) {
 	if err := c.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan mcpclient.Outcome, 1)
+	done := make(chan mcpclient.Delivery, 1)
 	sent := make(chan struct{})
 	go func() {
 		done <- c.Call(context.Background(), "hang", nil, mcpclient.CallOptions{OnSent: func(int, string) { close(sent) }})
@@ -325,14 +325,14 @@ func TestCloseEndsRunningCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := <-done
-	if out.Kind != mcpclient.OutcomeUnknown || out.Reason != mcpclient.ReasonConnectionLost {
+	if out.Kind != mcpclient.DeliveryUnknown || out.Reason != mcpclient.ReasonConnectionLost {
 		t.Errorf("running call after Close: %+v", out)
 	}
 	if c.State() != mcpclient.StateClosed {
 		t.Errorf("state = %s", c.State())
 	}
 	out = c.Call(context.Background(), "echo", nil, mcpclient.CallOptions{})
-	if out.Kind != mcpclient.OutcomeNotSent || !errors.Is(out.Err, mcpclient.ErrClosed) {
+	if out.Kind != mcpclient.DeliveryNotSent || !errors.Is(out.Err, mcpclient.ErrClosed) {
 		t.Errorf("call after Close: %+v", out)
 	}
 	if err := c.Close(); err != nil {
@@ -348,7 +348,7 @@ func TestEnvAndDir(t *testing.T) {
 	spec.Dir = dir
 	c := started(t, spec, testOptions())
 	out := call(t, c, "env", map[string]any{"name": "MCPC_FIXTURE_VAR"}, mcpclient.CallOptions{})
-	if out.Kind != mcpclient.OutcomeResult {
+	if out.Kind != mcpclient.DeliveryResult {
 		t.Fatalf("outcome = %+v", out)
 	}
 	b, _ := json.Marshal(toolResult(t, out.ResultJSON).StructuredContent)
@@ -368,14 +368,14 @@ func TestBrokenStdoutPipe(t *testing.T) {
 	opts.StopGrace = 300 * time.Millisecond
 	c := started(t, fixture(), opts)
 	out := call(t, c, "close_stdout", nil, mcpclient.CallOptions{Key: "k-pipe-0000000001"})
-	if out.Kind != mcpclient.OutcomeUnknown || out.Reason != mcpclient.ReasonConnectionLost {
+	if out.Kind != mcpclient.DeliveryUnknown || out.Reason != mcpclient.ReasonConnectionLost {
 		t.Fatalf("outcome = %+v", out)
 	}
 	if !strings.Contains(out.Err.Error(), "closed its stdout") {
 		t.Errorf("err = %v", out.Err)
 	}
 	out = call(t, c, "echo", nil, mcpclient.CallOptions{})
-	if out.Kind != mcpclient.OutcomeResult || out.Session != 2 {
+	if out.Kind != mcpclient.DeliveryResult || out.Session != 2 {
 		t.Fatalf("after the broken pipe: %+v", out)
 	}
 }

@@ -27,31 +27,31 @@ func TestDecide(t *testing.T) {
 		return r
 	}
 	// What an unknown call says when it is unknown because toolsCall gave up.
-	gaveUpUnknown := Outcome{Kind: OutcomeUnknown, Reason: ReasonIdleTimeout, Err: whyErr}
+	gaveUpUnknown := Delivery{Kind: DeliveryUnknown, Reason: ReasonIdleTimeout, Err: whyErr}
 
 	tests := []struct {
 		name string
 		e    ending
-		want Outcome
+		want Delivery
 	}{
 		{"not sent", ending{err: gaveUp},
-			Outcome{Kind: OutcomeNotSent, Err: gaveUp}},
+			Delivery{Kind: DeliveryNotSent, Err: gaveUp}},
 		{"sent, no answer", ending{sent: true, err: gaveUp},
 			gaveUpUnknown},
 		{"result", ending{sent: true, resp: answer(AnswerResult, false, false)},
-			Outcome{Kind: OutcomeResult, ResultJSON: result}},
+			Delivery{Kind: DeliveryResult, ResultJSON: result}},
 		{"result after our cancel", ending{sent: true, resp: answer(AnswerResult, false, true)},
-			Outcome{Kind: OutcomeResult, ResultJSON: result}},
+			Delivery{Kind: DeliveryResult, ResultJSON: result}},
 		{"tool error", ending{sent: true, resp: answer(AnswerResult, true, false)},
-			Outcome{Kind: OutcomeResult, ResultJSON: result}},
+			Delivery{Kind: DeliveryResult, ResultJSON: result}},
 		{"tool error after our cancel", ending{sent: true, resp: answer(AnswerResult, true, true)},
 			gaveUpUnknown},
 		{"rpc error", ending{sent: true, resp: answer(AnswerRPCError, false, false)},
-			Outcome{Kind: OutcomeRPCError, RPCError: rpcErr, Err: rpcErr}},
+			Delivery{Kind: DeliveryRPCError, RPCError: rpcErr, Err: rpcErr}},
 		{"rpc error after our cancel", ending{sent: true, resp: answer(AnswerRPCError, false, true)},
 			gaveUpUnknown},
 		{"unusable answer", ending{sent: true, resp: answer(AnswerUnusable, false, false)},
-			Outcome{Kind: OutcomeUnknown, Reason: ReasonProtocolError, Why: "no result and no error",
+			Delivery{Kind: DeliveryUnknown, Reason: ReasonProtocolError, Why: "no result and no error",
 				Raw: json.RawMessage(`{"jsonrpc":"2.0","id":1,"junk":true}`)}},
 		{"unusable answer after our cancel", ending{sent: true, resp: answer(AnswerUnusable, false, true)},
 			gaveUpUnknown},

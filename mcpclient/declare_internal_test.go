@@ -23,14 +23,14 @@ func TestCallBetweenTapClosedAndSessionEnd(t *testing.T) {
 	if !s.tap.closeIfIdle() {
 		t.Fatal("a fresh session is not idle")
 	}
-	done := make(chan Outcome, 1)
+	done := make(chan Delivery, 1)
 	go func() { done <- c.Call(ctx, "echo", map[string]any{"message": "x"}, CallOptions{}) }()
 	// Most often the call is by now waiting on the closed tap; either way it
 	// must be answered.
 	time.Sleep(20 * time.Millisecond)
 	s.requestStop()
 	out := <-done
-	if out.Kind != OutcomeResult || out.Session != 2 {
+	if out.Kind != DeliveryResult || out.Session != 2 {
 		t.Fatalf("call made while the session was closing: %v on session %d (%v); want a result on session 2", out.Kind, out.Session, out.Err)
 	}
 }

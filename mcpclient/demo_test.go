@@ -75,7 +75,7 @@ func TestDemoServerLostResponse(t *testing.T) {
 	args := map[string]any{"item": "widget", "quantity": 2, "buyer": "alice"}
 	o := mcpclient.CallOptions{Key: key, KeyArg: "idempotency_key", IdleTimeout: time.Second}
 	out := call(t, c, "create_order", args, o)
-	if out.Kind != mcpclient.OutcomeUnknown || out.Reason != mcpclient.ReasonIdleTimeout {
+	if out.Kind != mcpclient.DeliveryUnknown || out.Reason != mcpclient.ReasonIdleTimeout {
 		t.Fatalf("first create_order = %+v", out)
 	}
 	lr := late.wait(t, key)
@@ -95,7 +95,7 @@ func TestDemoServerLostResponse(t *testing.T) {
 	}
 
 	out = call(t, c, "create_order", args, o)
-	if out.Kind != mcpclient.OutcomeResult || toolResult(t, out.ResultJSON).IsError {
+	if out.Kind != mcpclient.DeliveryResult || toolResult(t, out.ResultJSON).IsError {
 		t.Fatalf("resend = %+v", out)
 	}
 	if toolResult(t, out.ResultJSON).Meta == nil || toolResult(t, out.ResultJSON).Meta.AdditionalFields["io.github.mcp-confirm/replayed"] != true {
@@ -114,9 +114,9 @@ func TestDemoServerLostResponse(t *testing.T) {
 	}
 }
 
-func decode(t *testing.T, out mcpclient.Outcome, v any) {
+func decode(t *testing.T, out mcpclient.Delivery, v any) {
 	t.Helper()
-	if out.Kind != mcpclient.OutcomeResult {
+	if out.Kind != mcpclient.DeliveryResult {
 		t.Fatalf("outcome = %+v", out)
 	}
 	b, err := json.Marshal(toolResult(t, out.ResultJSON).StructuredContent)

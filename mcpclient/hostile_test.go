@@ -33,7 +33,7 @@ func TestHostileStdinStallEndsOnClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := c.Call(context.Background(), "put", bigArgs(), mcpclient.CallOptions{Key: "k-stall-1", IdleTimeout: time.Second})
-	if out.Kind != mcpclient.OutcomeUnknown || out.Reason != mcpclient.ReasonIdleTimeout {
+	if out.Kind != mcpclient.DeliveryUnknown || out.Reason != mcpclient.ReasonIdleTimeout {
 		t.Fatalf("want unknown (idle timeout), got %s %s: %v", out.Kind, out.Reason, out.Err)
 	}
 	if out.SentAt.IsZero() {
@@ -60,11 +60,11 @@ func TestHostileStdinStallCancelled(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(500*time.Millisecond, cancel)
-	done := make(chan mcpclient.Outcome, 1)
+	done := make(chan mcpclient.Delivery, 1)
 	go func() { done <- c.Call(ctx, "put", bigArgs(), mcpclient.CallOptions{Key: "k-stall-2"}) }()
 	select {
 	case out := <-done:
-		if out.Kind != mcpclient.OutcomeUnknown || out.Reason != mcpclient.ReasonCancelled {
+		if out.Kind != mcpclient.DeliveryUnknown || out.Reason != mcpclient.ReasonCancelled {
 			t.Fatalf("want unknown (cancelled), got %s %s: %v", out.Kind, out.Reason, out.Err)
 		}
 	case <-time.After(20 * time.Second): // a liveness bound, not a timing check
@@ -100,7 +100,7 @@ func TestHostileTooLargeAnswer(t *testing.T) {
 			c := started(t, hostile(args...), testOptions())
 			out := c.Call(context.Background(), "put", map[string]any{"data": "x"},
 				mcpclient.CallOptions{Key: "k-big", IdleTimeout: time.Minute})
-			if out.Kind != mcpclient.OutcomeUnknown || out.Reason != mcpclient.ReasonProtocolError ||
+			if out.Kind != mcpclient.DeliveryUnknown || out.Reason != mcpclient.ReasonProtocolError ||
 				out.Why != "answer too large (over 1 MiB)" {
 				t.Fatalf("want unknown, answer too large; got %s %s %q: %v", out.Kind, out.Reason, out.Why, out.Err)
 			}

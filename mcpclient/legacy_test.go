@@ -56,7 +56,7 @@ func TestLegacyEverythingServer(t *testing.T) {
 	out := call(t, c, "echo", map[string]any{"message": "hello"}, mcpclient.CallOptions{
 		Key: "k-ts-echo-0000001", OnSent: func(_ int, id string) { sent = append(sent, id) },
 	})
-	if out.Kind != mcpclient.OutcomeResult || len(toolResult(t, out.ResultJSON).Content) == 0 {
+	if out.Kind != mcpclient.DeliveryResult || len(toolResult(t, out.ResultJSON).Content) == 0 {
 		t.Fatalf("echo outcome = %+v", out)
 	}
 	// The legacy layout (arguments before _meta, result before id) is read
@@ -76,7 +76,7 @@ func TestLegacyEverythingServer(t *testing.T) {
 		Key: "k-ts-long-000001", IdleTimeout: 5 * time.Second, MaxTotal: 1500 * time.Millisecond,
 		OnProgress: func(p mcpclient.Progress) { progressed = p.Total == 10 },
 	})
-	if out.Kind != mcpclient.OutcomeUnknown || out.Reason != mcpclient.ReasonAbsoluteTimeout || !errors.Is(out.Err, mcpclient.ErrAbsoluteTimeout) {
+	if out.Kind != mcpclient.DeliveryUnknown || out.Reason != mcpclient.ReasonAbsoluteTimeout || !errors.Is(out.Err, mcpclient.ErrAbsoluteTimeout) {
 		t.Fatalf("long-running outcome = %+v", out)
 	}
 	if !progressed {
@@ -85,10 +85,10 @@ func TestLegacyEverythingServer(t *testing.T) {
 	out = call(t, c, "trigger-long-running-operation", map[string]any{"duration": 10, "steps": 2}, mcpclient.CallOptions{
 		Key: "k-ts-long-000002", IdleTimeout: 500 * time.Millisecond,
 	})
-	if out.Kind != mcpclient.OutcomeUnknown || out.Reason != mcpclient.ReasonIdleTimeout {
+	if out.Kind != mcpclient.DeliveryUnknown || out.Reason != mcpclient.ReasonIdleTimeout {
 		t.Fatalf("idle outcome = %+v", out)
 	}
-	if out := call(t, c, "get-sum", map[string]any{"a": 2, "b": 3}, mcpclient.CallOptions{}); out.Kind != mcpclient.OutcomeResult ||
+	if out := call(t, c, "get-sum", map[string]any{"a": 2, "b": 3}, mcpclient.CallOptions{}); out.Kind != mcpclient.DeliveryResult ||
 		!strings.Contains(string(out.ResultJSON), "is 5") {
 		t.Errorf("get-sum after timeouts: %+v", out)
 	}

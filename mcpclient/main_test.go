@@ -112,7 +112,7 @@ func startedWithLate(t *testing.T, spec mcpclient.ServerSpec) (*mcpclient.Client
 // timeout the tests set, so it never fires on a slow machine.
 const hangGuard = 15 * time.Second
 
-func call(t *testing.T, c *mcpclient.Client, tool string, args map[string]any, o mcpclient.CallOptions) mcpclient.Outcome {
+func call(t *testing.T, c *mcpclient.Client, tool string, args map[string]any, o mcpclient.CallOptions) mcpclient.Delivery {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()

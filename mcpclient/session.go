@@ -342,7 +342,7 @@ func (s *session) settleStderr() {
 	})
 }
 
-// lostError describes why a session ended, for Outcome.Err and Tools. Call it
+// lostError describes why a session ended, for Delivery.Err and Tools. Call it
 // only once the session is lost or being stopped: it waits for monitor to
 // make the description final, which it does within a bound.
 func (s *session) lostError() error {

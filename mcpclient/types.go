@@ -3,7 +3,7 @@
 // progress, cancellation, and results that arrive after a call was given up.
 //
 // It knows nothing of the journal. What it guarantees the engine is an honest
-// Outcome for every call: a result or a JSON-RPC error only when the server
+// Delivery for every call: a result or a JSON-RPC error only when the server
 // answered with one that is well formed (ClassifyResult; never what a lenient
 // decoder makes of a broken answer), NotSent only when provably no byte of
 // the request reached the server's stdin, and Unknown for everything in
@@ -47,30 +47,46 @@ const (
 	StateClosed     SessionState = "closed"     // Close was called
 )
 
-// OutcomeKind says what is known about a call.
-type OutcomeKind string
+// DeliveryKind says whether a call's request was sent and how it was answered.
+type DeliveryKind string
 
-// Outcome kinds.
+// Delivery kinds.
 const (
-	OutcomeResult   OutcomeKind = "result"    // the server answered with a CallToolResult (isError may be true)
-	OutcomeRPCError OutcomeKind = "rpc_error" // the server answered with a JSON-RPC error to a request we had not cancelled
-	OutcomeUnknown  OutcomeKind = "unknown"   // the request was (at least partly) written and no definite answer came
-	OutcomeNotSent  OutcomeKind = "not_sent"  // provably no byte of the request was written
+	DeliveryResult   DeliveryKind = "result"    // the server answered with a CallToolResult (isError may be true)
+	DeliveryRPCError DeliveryKind = "rpc_error" // the server answered with a JSON-RPC error to a request we had not cancelled
+	DeliveryUnknown  DeliveryKind = "unknown"   // the request was (at least partly) written and no definite answer came
+	DeliveryNotSent  DeliveryKind = "not_sent"  // provably no byte of the request was written
 )
 
-// UnknownReason says why an outcome is unknown.
+// UnknownReason says why an outcome is unknown. Its text is what the
+// journal stores as the call's reason and what people are shown (the
+// console's "why" column, the CLI's reason), so it is worded for them and
+// must not change; the engine may add detail after it ("cancelled: the
+// operator quit the console").
 type UnknownReason string
 
 // Reasons for an unknown outcome.
 const (
-	ReasonIdleTimeout     UnknownReason = "idle_timeout"     // no answer and no progress within IdleTimeout
-	ReasonAbsoluteTimeout UnknownReason = "absolute_timeout" // MaxTotal since the call began
-	ReasonConnectionLost  UnknownReason = "connection_lost"  // the process exited or a pipe broke
-	ReasonCancelled       UnknownReason = "cancelled"        // the caller's context ended
-	ReasonProtocolError   UnknownReason = "protocol_error"   // the server sent something that cannot be read as an answer
+	ReasonIdleTimeout     UnknownReason = "idle timeout"      // no answer and no progress within IdleTimeout
+	ReasonAbsoluteTimeout UnknownReason = "absolute timeout"  // MaxTotal since the call began
+	ReasonConnectionLost  UnknownReason = "connection lost"   // the process exited or a pipe broke
+	ReasonCancelled       UnknownReason = "cancelled"         // the caller's context ended
+	ReasonProtocolError   UnknownReason = "unreadable answer" // the server sent something that cannot be read as an answer
 )
 
-// Errors that Outcome.Err and the other methods wrap, for errors.Is.
+// Clock names the clock that fired for a timeout, as the journal records
+// it for the attempt: "idle", "absolute", or "" for the other reasons.
+func (r UnknownReason) Clock() string {
+	switch r {
+	case ReasonIdleTimeout:
+		return "idle"
+	case ReasonAbsoluteTimeout:
+		return "absolute"
+	}
+	return ""
+}
+
+// Errors that Delivery.Err and the other methods wrap, for errors.Is.
 var (
 	ErrIdleTimeout     = errors.New("no response or progress within the idle timeout")
 	ErrAbsoluteTimeout = errors.New("no response within the maximum total time")
@@ -103,17 +119,19 @@ type Progress struct {
 	At       time.Time
 }
 
-// Outcome is everything known about one call when Call returns.
-type Outcome struct {
-	Kind       OutcomeKind
-	ResultJSON json.RawMessage // OutcomeResult: the CallToolResult exactly as the server sent it (MCP JSON)
-	RPCError   *RPCError       // OutcomeRPCError
-	Reason     UnknownReason   // OutcomeUnknown
+// Delivery is everything known about one call when Call returns: whether
+// its request reached the server, and what, if anything, the server answered.
+// It is not yet a journal outcome; the engine makes one from it.
+type Delivery struct {
+	Kind       DeliveryKind
+	ResultJSON json.RawMessage // DeliveryResult: the CallToolResult exactly as the server sent it (MCP JSON)
+	RPCError   *RPCError       // DeliveryRPCError
+	Reason     UnknownReason   // DeliveryUnknown
 	Session    int             // the session the request went to (0 if none could start)
 	RPCID      string          // JSON-RPC id of the last tools/call request written; ids restart with every session
-	SentAt     time.Time       // first byte written; zero for OutcomeNotSent
+	SentAt     time.Time       // first byte written; zero for DeliveryNotSent
 	EndedAt    time.Time
-	Err        error // nil for OutcomeResult; what went wrong otherwise (wraps ErrUnusableAnswer when Why is set)
+	Err        error // nil for DeliveryResult; what went wrong otherwise (wraps ErrUnusableAnswer when Why is set)
 
 	// Set when the outcome is unknown because the server's answer was not
 	// usable (Reason is then ReasonProtocolError): Raw is the answer line as
@@ -144,7 +162,7 @@ type LateResult struct {
 	ResultJSON json.RawMessage // AnswerResult: the CallToolResult as the server sent it
 	RPCError   *RPCError       // AnswerRPCError
 	// AnswerUnusable: the answer line as received, bounded and cut as
-	// Outcome.Raw is (and, like it, not necessarily valid JSON), and what is
+	// Delivery.Raw is (and, like it, not necessarily valid JSON), and what is
 	// wrong with it.
 	Raw          json.RawMessage
 	RawTruncated bool

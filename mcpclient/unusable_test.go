@@ -81,7 +81,7 @@ func TestUnusableAnswerIsUnknown(t *testing.T) {
 			key := fmt.Sprintf("k-unusable-%06d", i)
 			out := call(t, c, "answer", map[string]any{"form": tt.form, "layout": tt.layout},
 				mcpclient.CallOptions{Key: key, IdleTimeout: 10 * time.Second, OnAnswer: a.on})
-			if out.Kind != mcpclient.OutcomeUnknown || out.Reason != mcpclient.ReasonProtocolError {
+			if out.Kind != mcpclient.DeliveryUnknown || out.Reason != mcpclient.ReasonProtocolError {
 				t.Fatalf("outcome %s %s (%v), want unknown, protocol error; result %.200s", out.Kind, out.Reason, out.Err, out.ResultJSON)
 			}
 			if out.ResultJSON != nil || out.RPCError != nil || !errors.Is(out.Err, mcpclient.ErrUnusableAnswer) {
@@ -104,7 +104,7 @@ func TestUnusableAnswerIsUnknown(t *testing.T) {
 
 	// An unusable answer longer than the evidence kept: cut, and says so.
 	out := call(t, c, "answer", map[string]any{"form": "huge"}, mcpclient.CallOptions{Key: "k-unusable-huge01"})
-	if out.Kind != mcpclient.OutcomeUnknown || out.Reason != mcpclient.ReasonProtocolError || out.Why != "result is not an object" {
+	if out.Kind != mcpclient.DeliveryUnknown || out.Reason != mcpclient.ReasonProtocolError || out.Why != "result is not an object" {
 		t.Fatalf("huge: outcome %s %s %q", out.Kind, out.Reason, out.Why)
 	}
 	if n := written(t, stderr, out.RPCID, 1); len(out.Raw) != 64<<10 || !out.RawTruncated || len(n) != 1 || n[0] <= 64<<10 ||
@@ -115,15 +115,15 @@ func TestUnusableAnswerIsUnknown(t *testing.T) {
 	// The same server's usable answers, in both layouts, settle as usual.
 	for _, layout := range []string{"", "ts"} {
 		out = call(t, c, "answer", map[string]any{"form": "ok", "layout": layout}, mcpclient.CallOptions{})
-		if out.Kind != mcpclient.OutcomeResult || !bytes.Contains(out.ResultJSON, []byte(`"done":true`)) || out.Raw != nil || out.Why != "" {
+		if out.Kind != mcpclient.DeliveryResult || !bytes.Contains(out.ResultJSON, []byte(`"done":true`)) || out.Raw != nil || out.Why != "" {
 			t.Errorf("ok %s: %+v", layout, out)
 		}
 		out = call(t, c, "answer", map[string]any{"form": "tool_error", "layout": layout}, mcpclient.CallOptions{})
-		if out.Kind != mcpclient.OutcomeResult || !bytes.Contains(out.ResultJSON, []byte(`"isError":true`)) {
+		if out.Kind != mcpclient.DeliveryResult || !bytes.Contains(out.ResultJSON, []byte(`"isError":true`)) {
 			t.Errorf("tool_error %s: %+v", layout, out)
 		}
 		out = call(t, c, "answer", map[string]any{"form": "rpc_error", "layout": layout}, mcpclient.CallOptions{})
-		if out.Kind != mcpclient.OutcomeRPCError || out.RPCError == nil || out.RPCError.Code != -32000 {
+		if out.Kind != mcpclient.DeliveryRPCError || out.RPCError == nil || out.RPCError.Code != -32000 {
 			t.Errorf("rpc_error %s: %+v", layout, out)
 		}
 	}
@@ -131,7 +131,7 @@ func TestUnusableAnswerIsUnknown(t *testing.T) {
 	// None of them came back as a late result: a late answer sent after
 	// them all is the first one the session passes on.
 	out = call(t, c, "answer", map[string]any{"form": "ok", "delay_ms": 600}, mcpclient.CallOptions{Key: "k-unusable-flush1", IdleTimeout: 100 * time.Millisecond})
-	if out.Kind != mcpclient.OutcomeUnknown {
+	if out.Kind != mcpclient.DeliveryUnknown {
 		t.Fatalf("flush: %+v", out)
 	}
 	late.wait(t, "k-unusable-flush1")
@@ -167,7 +167,7 @@ func TestLateUnusableAnswer(t *testing.T) {
 			var a answers
 			out := call(t, c, "answer", map[string]any{"form": tt.form, "delay_ms": 800},
 				mcpclient.CallOptions{Key: key, IdleTimeout: 150 * time.Millisecond, OnAnswer: a.on})
-			if out.Kind != mcpclient.OutcomeUnknown || out.Reason != mcpclient.ReasonIdleTimeout || out.Raw != nil || out.Why != "" {
+			if out.Kind != mcpclient.DeliveryUnknown || out.Reason != mcpclient.ReasonIdleTimeout || out.Raw != nil || out.Why != "" {
 				t.Fatalf("outcome %+v", out)
 			}
 			lr := late.wait(t, key)
@@ -206,18 +206,18 @@ func TestSecondAnswer(t *testing.T) {
 		name        string
 		args        map[string]any
 		idle        time.Duration
-		kind        mcpclient.OutcomeKind
+		kind        mcpclient.DeliveryKind
 		firstIsLate bool                  // the first answer came after the call gave up
 		class       mcpclient.AnswerClass // of the second
 		isError     bool                  // the second is a tool error
 	}{
-		{"same at once", map[string]any{"twice": "same"}, 0, mcpclient.OutcomeResult, false, mcpclient.AnswerResult, false},
-		{"same after the call", map[string]any{"twice": "same", "gap_ms": 200}, 0, mcpclient.OutcomeResult, false, mcpclient.AnswerResult, false},
-		{"different after the call", map[string]any{"twice": "different", "gap_ms": 200}, 0, mcpclient.OutcomeResult, false, mcpclient.AnswerResult, true},
-		{"unusable after a result", map[string]any{"twice": "unusable", "gap_ms": 100}, 0, mcpclient.OutcomeResult, false, mcpclient.AnswerUnusable, false},
-		{"result after an unusable one", map[string]any{"form": "null", "twice": "different", "gap_ms": 100}, 0, mcpclient.OutcomeUnknown, false, mcpclient.AnswerResult, true},
-		{"error, then a result", map[string]any{"form": "rpc_error", "twice": "different"}, 0, mcpclient.OutcomeRPCError, false, mcpclient.AnswerResult, true},
-		{"both late", map[string]any{"delay_ms": 700, "twice": "different", "gap_ms": 100}, 150 * time.Millisecond, mcpclient.OutcomeUnknown, true, mcpclient.AnswerResult, true},
+		{"same at once", map[string]any{"twice": "same"}, 0, mcpclient.DeliveryResult, false, mcpclient.AnswerResult, false},
+		{"same after the call", map[string]any{"twice": "same", "gap_ms": 200}, 0, mcpclient.DeliveryResult, false, mcpclient.AnswerResult, false},
+		{"different after the call", map[string]any{"twice": "different", "gap_ms": 200}, 0, mcpclient.DeliveryResult, false, mcpclient.AnswerResult, true},
+		{"unusable after a result", map[string]any{"twice": "unusable", "gap_ms": 100}, 0, mcpclient.DeliveryResult, false, mcpclient.AnswerUnusable, false},
+		{"result after an unusable one", map[string]any{"form": "null", "twice": "different", "gap_ms": 100}, 0, mcpclient.DeliveryUnknown, false, mcpclient.AnswerResult, true},
+		{"error, then a result", map[string]any{"form": "rpc_error", "twice": "different"}, 0, mcpclient.DeliveryRPCError, false, mcpclient.AnswerResult, true},
+		{"both late", map[string]any{"delay_ms": 700, "twice": "different", "gap_ms": 100}, 150 * time.Millisecond, mcpclient.DeliveryUnknown, true, mcpclient.AnswerResult, true},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -244,7 +244,7 @@ func TestSecondAnswer(t *testing.T) {
 				if second.ResultJSON == nil || bytes.Contains(second.ResultJSON, []byte(`"isError":true`)) != tt.isError || second.Raw != nil {
 					t.Errorf("second result %s", second.ResultJSON)
 				}
-				if out.Kind == mcpclient.OutcomeResult && !tt.isError && !bytes.Equal(second.ResultJSON, out.ResultJSON) {
+				if out.Kind == mcpclient.DeliveryResult && !tt.isError && !bytes.Equal(second.ResultJSON, out.ResultJSON) {
 					t.Errorf("the same answer twice: %s, then %s", out.ResultJSON, second.ResultJSON)
 				}
 			case mcpclient.AnswerUnusable:
@@ -252,7 +252,7 @@ func TestSecondAnswer(t *testing.T) {
 					t.Errorf("second unusable %+v", second)
 				}
 			}
-			if n := a.count(); n > 1 || (n == 1) != (out.Kind != mcpclient.OutcomeUnknown) {
+			if n := a.count(); n > 1 || (n == 1) != (out.Kind != mcpclient.DeliveryUnknown) {
 				t.Errorf("OnAnswer was given %d answers", n)
 			}
 		})
@@ -260,13 +260,13 @@ func TestSecondAnswer(t *testing.T) {
 
 	// A server that repeats itself is heard a few times, no more.
 	out := call(t, c, "answer", map[string]any{"twice": "many"}, mcpclient.CallOptions{Key: "k-second-many0001"})
-	if out.Kind != mcpclient.OutcomeResult {
+	if out.Kind != mcpclient.DeliveryResult {
 		t.Fatalf("many: %+v", out)
 	}
 	late.waitN(t, "k-second-many0001", 4)
 	// Answers are passed on in the order they came: once a late answer
 	// written after them is, all the repeats have been read.
-	if out := call(t, c, "answer", map[string]any{"delay_ms": 600}, mcpclient.CallOptions{Key: "k-second-flush001", IdleTimeout: 100 * time.Millisecond}); out.Kind != mcpclient.OutcomeUnknown {
+	if out := call(t, c, "answer", map[string]any{"delay_ms": 600}, mcpclient.CallOptions{Key: "k-second-flush001", IdleTimeout: 100 * time.Millisecond}); out.Kind != mcpclient.DeliveryUnknown {
 		t.Fatalf("flush: %+v", out)
 	}
 	late.wait(t, "k-second-flush001")
@@ -274,7 +274,7 @@ func TestSecondAnswer(t *testing.T) {
 		t.Errorf("%d of 8 repeats passed on, want 4", n)
 	}
 	// The session is none the worse for it.
-	if out := call(t, c, "echo", nil, mcpclient.CallOptions{}); out.Kind != mcpclient.OutcomeResult {
+	if out := call(t, c, "echo", nil, mcpclient.CallOptions{}); out.Kind != mcpclient.DeliveryResult {
 		t.Errorf("echo after: %+v", out)
 	}
 }

@@ -101,12 +101,12 @@ func TestDeclareCapabilitiesAndAnswerServerRequests(t *testing.T) {
 		t.Fatal("the server never asked for roots")
 	}
 	out := call(t, c, "get-roots-list", map[string]any{}, mcpclient.CallOptions{})
-	if out.Kind != mcpclient.OutcomeResult || !strings.Contains(string(out.ResultJSON), "file:///test-root") {
+	if out.Kind != mcpclient.DeliveryResult || !strings.Contains(string(out.ResultJSON), "file:///test-root") {
 		t.Fatalf("get-roots-list = %+v %s", out, out.ResultJSON)
 	}
 
 	out = call(t, c, "trigger-sampling-request", map[string]any{"prompt": "a haiku", "maxTokens": 7}, mcpclient.CallOptions{Key: "k-sampling-000001"})
-	if out.Kind != mcpclient.OutcomeResult || !strings.Contains(string(out.ResultJSON), "sampled by the test") {
+	if out.Kind != mcpclient.DeliveryResult || !strings.Contains(string(out.ResultJSON), "sampled by the test") {
 		t.Fatalf("trigger-sampling-request = %+v %s", out, out.ResultJSON)
 	}
 	reqs.mu.Lock()
@@ -144,7 +144,7 @@ func TestDeclareCapabilitiesKeepsASessionWithACallOpen(t *testing.T) {
 	spec := everythingSpec(t)
 	c, _ := startedWithLate(t, spec)
 	sent := make(chan struct{})
-	done := make(chan mcpclient.Outcome, 1)
+	done := make(chan mcpclient.Delivery, 1)
 	go func() {
 		done <- c.Call(context.Background(), "trigger-long-running-operation", map[string]any{"duration": 2, "steps": 2},
 			mcpclient.CallOptions{Key: "k-open-call-000001", OnSent: func(int, string) { close(sent) }})
@@ -158,7 +158,7 @@ func TestDeclareCapabilitiesKeepsASessionWithACallOpen(t *testing.T) {
 	if restarted || err == nil || !strings.Contains(err.Error(), "still open") {
 		t.Fatalf("DeclareCapabilities with a call open = %v, %v; want a refusal", restarted, err)
 	}
-	if out := <-done; out.Kind != mcpclient.OutcomeResult {
+	if out := <-done; out.Kind != mcpclient.DeliveryResult {
 		t.Fatalf("the open call ended %+v, want its result", out)
 	}
 	if c.Session() != 1 {
@@ -188,7 +188,7 @@ func TestDeclareCapabilitiesWhileCallsComeAndGo(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	var bad []mcpclient.Outcome
+	var bad []mcpclient.Delivery
 	calls := 0
 	for g := 0; g < 3; g++ {
 		wg.Add(1)
@@ -203,7 +203,7 @@ func TestDeclareCapabilitiesWhileCallsComeAndGo(t *testing.T) {
 				out := c.Call(context.Background(), "echo", map[string]any{"message": "x"}, mcpclient.CallOptions{MaxTotal: hangGuard})
 				mu.Lock()
 				calls++
-				if out.Kind != mcpclient.OutcomeResult {
+				if out.Kind != mcpclient.DeliveryResult {
 					bad = append(bad, out)
 				}
 				mu.Unlock()

@@ -222,8 +222,12 @@ func readHeader(path string) error {
 	return nil
 }
 
-var errShort = &typedError{kind: ErrCorrupt, msg: "the journal is damaged (file shorter than its header says); " +
-	"restore it from a backup, or run 'mcp-confirm stats --check'"}
+// ErrTruncated: the journal file is shorter than its header says (it is
+// also ErrCorrupt); the front-end may offer its own integrity check.
+var ErrTruncated = errors.New("the journal file is shorter than its header says")
+
+var errShort = &typedError{kind: ErrCorrupt, cause: ErrTruncated,
+	msg: "the journal is damaged (file shorter than its header says); restore it from a backup"}
 
 func hasContent(path string) bool {
 	st, err := os.Stat(path)

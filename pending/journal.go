@@ -123,12 +123,21 @@ func DefaultPath(getenv func(string) string) (string, error) {
 	if home == "" {
 		h, err := os.UserHomeDir()
 		if err != nil {
-			return "", fmt.Errorf("no journal path: set --db or $MCP_CONFIRM_DB (%w)", err)
+			return "", &NoPathError{Err: err}
 		}
 		home = h
 	}
 	return filepath.Join(home, ".local", "state", "mcp-confirm", "journal.db"), nil
 }
+
+// NoPathError: DefaultPath found neither $MCP_CONFIRM_DB, $XDG_STATE_HOME
+// nor a home folder; the front-end says how to name a journal.
+type NoPathError struct{ Err error }
+
+func (e *NoPathError) Error() string {
+	return fmt.Sprintf("no journal path: set $MCP_CONFIRM_DB (%v)", e.Err)
+}
+func (e *NoPathError) Unwrap() error { return e.Err }
 
 // Open opens or creates the journal at path, runs pending migrations, and
 // recovers in-flight calls whose owner process is gone. A file that is not a

@@ -24,6 +24,26 @@ var (
 	ErrTooOpen = errors.New("a journal file or folder can be written by other users")
 )
 
+// OwnershipError is an ErrNotOwned or ErrTooOpen that another journal
+// path gets around (Problem says which rule was broken); the message says
+// what is wrong and how to fix it in place, the front-end how to name
+// another journal.
+type OwnershipError struct {
+	Problem OwnershipProblem
+	typedError
+}
+
+// OwnershipProblem is the rule an OwnershipError broke.
+type OwnershipProblem int
+
+// Ownership problems.
+const (
+	NotAFile           OwnershipProblem = iota + 1 // a symlink or special file, or a file where a folder belongs (or the reverse)
+	OtherUsersFile                                 // a journal file belongs to another user
+	OtherUsersFolder                               // the journal's folder belongs to another user, not root
+	FolderOpenToOthers                             // others can write to the journal's folder, and it is not sticky
+)
+
 // Tightening is a file of this user whose mode Open narrowed.
 type Tightening struct {
 	Path     string
@@ -76,8 +96,8 @@ func checkOwned(path string, role fileRole, tighten func(Tightening)) error {
 		if role.dir {
 			kind = "a folder"
 		}
-		return &typedError{kind: ErrNotOwned, msg: fmt.Sprintf(
-			"the %s %s is not %s (%s); remove it, or use another --db", role.what, path, kind, st.Mode().Type())}
+		return &OwnershipError{Problem: NotAFile, typedError: typedError{kind: ErrNotOwned, msg: fmt.Sprintf(
+			"the %s %s is not %s (%s); remove it", role.what, path, kind, st.Mode().Type())}}
 	}
 	sys, ok := st.Sys().(*syscall.Stat_t)
 	if !ok {
@@ -85,9 +105,9 @@ func checkOwned(path string, role fileRole, tighten func(Tightening)) error {
 	}
 	me := os.Geteuid()
 	if int(sys.Uid) != me {
-		return &typedError{kind: ErrNotOwned, msg: fmt.Sprintf(
+		return &OwnershipError{Problem: OtherUsersFile, typedError: typedError{kind: ErrNotOwned, msg: fmt.Sprintf(
 			"the %s %s belongs to uid %d, not to this user (uid %d): another user may read or plant calls in it; "+
-				"if it is yours, 'chown %d %s', else remove it or use another --db", role.what, path, sys.Uid, me, me, path)}
+				"if it is yours, 'chown %d %s', else remove it", role.what, path, sys.Uid, me, me, path)}}
 	}
 	perm := st.Mode().Perm()
 	if perm&0o077 == 0 {
@@ -125,14 +145,14 @@ func checkFolder(dir string) error {
 		if st.Mode().Perm()&0o022 != 0 && st.Mode()&fs.ModeSticky != 0 {
 			return nil // another's shared sticky folder: no one can replace our files in it
 		}
-		return &typedError{kind: ErrNotOwned, msg: fmt.Sprintf(
-			"the journal's folder %s belongs to uid %d, not to this user (uid %d), who can replace the journal in it; "+
-				"use a folder of your own with --db", dir, sys.Uid, me)}
+		return &OwnershipError{Problem: OtherUsersFolder, typedError: typedError{kind: ErrNotOwned, msg: fmt.Sprintf(
+			"the journal's folder %s belongs to uid %d, not to this user (uid %d), who can replace the journal in it",
+			dir, sys.Uid, me)}}
 	}
 	if st.Mode().Perm()&0o022 != 0 && st.Mode()&fs.ModeSticky == 0 {
-		return &typedError{kind: ErrTooOpen, msg: fmt.Sprintf(
+		return &OwnershipError{Problem: FolderOpenToOthers, typedError: typedError{kind: ErrTooOpen, msg: fmt.Sprintf(
 			"the journal's folder %s can be written by other users (mode %04o, not sticky), who could replace the journal; "+
-				"'chmod go-w %s', or use another folder with --db", dir, uint32(st.Mode().Perm()), dir)}
+				"'chmod go-w %s'", dir, uint32(st.Mode().Perm()), dir)}}
 	}
 	return nil
 }

@@ -58,6 +58,10 @@ func TestRefusesFilesOfAnotherUser(t *testing.T) {
 				if !errors.Is(err, ErrNotOwned) || !strings.Contains(err.Error(), target) || !strings.Contains(err.Error(), "chown") {
 					t.Fatalf("%s: %v; want ErrNotOwned naming %s and chown", name, err, target)
 				}
+				var oe *OwnershipError
+				if !errors.As(err, &oe) || oe.Problem != OtherUsersFile || strings.Contains(err.Error(), "--db") {
+					t.Fatalf("%s: %v; want an OwnershipError, OtherUsersFile, naming no flag", name, err)
+				}
 			}
 		})
 	}
@@ -103,6 +107,9 @@ func TestRefusesAnOpenFolder(t *testing.T) {
 	_, err := Open(context.Background(), path, Options{})
 	if !errors.Is(err, ErrTooOpen) || !strings.Contains(err.Error(), "chmod go-w "+dir) {
 		t.Fatalf("Open in a 0777 folder: %v; want ErrTooOpen", err)
+	}
+	if oe := (*OwnershipError)(nil); !errors.As(err, &oe) || oe.Problem != FolderOpenToOthers || strings.Contains(err.Error(), "--db") {
+		t.Fatalf("Open in a 0777 folder: %v; want an OwnershipError, FolderOpenToOthers, naming no flag", err)
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a journal was created in the refused folder: %v", err)

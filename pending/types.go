@@ -49,7 +49,7 @@ type Attempt struct {
 	RPCID   string          `json:"rpc_id,omitempty"`
 	SentAt  time.Time       `json:"sent_at"`
 	EndedAt *time.Time      `json:"ended_at"`
-	Outcome string          `json:"outcome"` // pending, succeeded, failed, unknown
+	Outcome AttemptOutcome  `json:"outcome"` // pending, succeeded, failed, unknown
 	Reason  string          `json:"reason,omitempty"`
 	Clock   string          `json:"clock,omitempty"` // idle, absolute
 	Result  json.RawMessage `json:"result,omitempty"`
@@ -57,13 +57,17 @@ type Attempt struct {
 	Late    bool            `json:"late,omitempty"`
 }
 
+// AttemptOutcome is how an attempt ended, as the attempts table stores it
+// (the word an Outcome is recorded as).
+type AttemptOutcome string
+
 // Attempt outcomes as stored. "pending" means sent (or about to be) with
 // no outcome recorded yet.
 const (
-	OutcomePending   = "pending"
-	OutcomeSucceeded = "succeeded"
-	OutcomeFailed    = "failed"
-	OutcomeUnknown   = "unknown"
+	OutcomePending   AttemptOutcome = "pending"
+	OutcomeSucceeded AttemptOutcome = "succeeded"
+	OutcomeFailed    AttemptOutcome = "failed"
+	OutcomeUnknown   AttemptOutcome = "unknown"
 )
 
 // Action is what an operator decided.

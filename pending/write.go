@@ -40,7 +40,8 @@ type Intent struct {
 }
 
 // ErrHeld and ErrKeyExists are wrapped by *HeldError, *LateSettledError
-// and *KeyExistsError.
+// and *KeyExistsError. ErrHeld is the one sentinel for a hold: guard's
+// ErrHeld is this one.
 var (
 	ErrHeld      = errors.New("an identical call is in flight or unknown")
 	ErrKeyExists = errors.New("key already used")
@@ -199,7 +200,9 @@ func (in Intent) validate() error {
 	return nil
 }
 
-// Outcome is how an attempt ended.
+// Outcome is how an attempt ended, as RecordOutcome and RecordLateResult
+// are told it; the attempt's row keeps it as an AttemptOutcome (from Event)
+// with the reason, clock, result and error.
 type Outcome struct {
 	Event  Event           // EventSucceeded, EventFailed or EventLost
 	Reason string          // for failed and lost: why
@@ -218,7 +221,7 @@ type Outcome struct {
 	CallerToldUnknown bool
 }
 
-func (o Outcome) attemptOutcome() (string, error) {
+func (o Outcome) attemptOutcome() (AttemptOutcome, error) {
 	switch o.Event {
 	case EventSucceeded:
 		return OutcomeSucceeded, nil
@@ -488,7 +491,7 @@ func nullJSON(b json.RawMessage) any {
 
 // attemptState reads, inside a write, the call's state, its newest attempt
 // number and attempt n's outcome.
-func (j *Journal) attemptState(ctx context.Context, c *sql.Conn, callID int64, n int) (state State, newest int, outcome string, err error) {
+func (j *Journal) attemptState(ctx context.Context, c *sql.Conn, callID int64, n int) (state State, newest int, outcome AttemptOutcome, err error) {
 	err = j.queryRow(ctx, c, `SELECT c.state, (SELECT max(n) FROM attempts WHERE call_id = c.id), a.outcome
 		FROM calls c JOIN attempts a ON a.call_id = c.id AND a.n = ? WHERE c.id = ?`, n, callID).Scan(&state, &newest, &outcome)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -157,7 +157,7 @@ func (p *Proxy) answer(tool string, res guard.Result, err error) (json.RawMessag
 	}
 	switch res.State {
 	case pending.StateUnknown, pending.StateInFlight:
-		if res.Call.Reason == guard.ReasonConnectionLost {
+		if res.Call.Reason == string(mcpclient.ReasonConnectionLost) {
 			p.log.Warn("the MCP server went away during a call; answered unknown, and it restarts on the next call",
 				"call", res.Call.ID, "tool", tool)
 		}
@@ -218,10 +218,10 @@ func toolError(text string) *mcp.CallToolResult {
 // Unknown is the answer to a write whose outcome is unknown (SPEC §5a).
 func Unknown(callID int64, key, reason string) *mcp.CallToolResult {
 	why := "the server did not answer in time"
-	switch reason {
-	case guard.ReasonConnectionLost:
+	switch mcpclient.UnknownReason(reason) {
+	case mcpclient.ReasonConnectionLost:
 		why = "the connection to the server was lost"
-	case guard.ReasonCancelled:
+	case mcpclient.ReasonCancelled:
 		why = "the call was cancelled after it was sent"
 	case guard.ReasonInProgress:
 		why = "the server reports it is still working on it"

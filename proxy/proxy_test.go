@@ -13,7 +13,6 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mcp-confirm/mcp-confirm/guard"
 	"github.com/mcp-confirm/mcp-confirm/internal/npmfixture"
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 	"github.com/mcp-confirm/mcp-confirm/pending"
@@ -55,7 +54,7 @@ func TestLostResponseIsUnknownAndResendIsHeld(t *testing.T) {
 	}
 
 	c := getCall(t, h.journal, id)
-	if c.State != pending.StateUnknown || len(c.Attempts) != 1 || c.Key != st["key"] || c.Reason != guard.ReasonIdleTimeout {
+	if c.State != pending.StateUnknown || len(c.Attempts) != 1 || c.Key != st["key"] || c.Reason != "idle timeout" {
 		t.Fatalf("journal: state %s reason %q attempts %d key %q; want unknown, idle timeout, 1 attempt, key %v",
 			c.State, c.Reason, len(c.Attempts), c.Key, st["key"])
 	}
@@ -152,7 +151,7 @@ func TestDownstreamKilledMidCall(t *testing.T) {
 		t.Errorf("the answer should say the connection was lost: %q", text(a.r))
 	}
 	c := getCall(t, h.journal, int64(st["call_id"].(float64)))
-	if c.State != pending.StateUnknown || c.Reason != guard.ReasonConnectionLost {
+	if c.State != pending.StateUnknown || c.Reason != "connection lost" {
 		t.Fatalf("journal: %s %q, want unknown, connection lost", c.State, c.Reason)
 	}
 
@@ -210,7 +209,7 @@ func TestHostCancelIsForwarded(t *testing.T) {
 		t.Fatalf("want one journaled call, got %d", len(cs))
 	}
 	c := getCall(t, h.journal, cs[0].ID)
-	if c.State != pending.StateUnknown || c.Reason != guard.ReasonCancelled || len(c.Attempts) != 1 {
+	if c.State != pending.StateUnknown || c.Reason != "cancelled" || len(c.Attempts) != 1 {
 		t.Fatalf("want one unknown attempt (cancelled), got %s %q with %d attempts", c.State, c.Reason, len(c.Attempts))
 	}
 	// The log line follows the journal write, so it may trail it a little.

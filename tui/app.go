@@ -773,7 +773,7 @@ func (m *Model) nextDialogID() int {
 
 // errLine is an error as one line, without the guard's class prefix.
 func errLine(err error) string {
-	s := clean(err.Error())
+	s := clean(err.Error()) + consoleHint(err)
 	for _, p := range []string{"bad input: ", "not allowed: ", "unavailable: ", "held: "} {
 		s = strings.TrimPrefix(s, p)
 	}

@@ -206,7 +206,7 @@ func (d *detailScreen) attemptLines(a pending.Attempt, w int) []string {
 	} else {
 		out += " · not ended"
 	}
-	outcome := a.Outcome
+	outcome := string(a.Outcome)
 	if a.Reason != "" {
 		outcome += ": " + clean(a.Reason)
 	}

@@ -49,7 +49,7 @@ type fakeServer struct {
 	mu     sync.Mutex
 	name   string
 	tools  []mcp.Tool
-	answer func(tool string, args map[string]any, o mcpclient.CallOptions, n int) mcpclient.Outcome
+	answer func(tool string, args map[string]any, o mcpclient.CallOptions, n int) mcpclient.Delivery
 	// block, when set, is asked first with the call's context: a tool it
 	// names waits for that context to end and is reported cancelled, as
 	// mcpclient reports a request its caller cancelled.
@@ -65,7 +65,7 @@ func (f *fakeServer) Tools(context.Context) ([]mcp.Tool, error) {
 	return f.tools, nil
 }
 
-func (f *fakeServer) Call(ctx context.Context, tool string, args map[string]any, o mcpclient.CallOptions) mcpclient.Outcome {
+func (f *fakeServer) Call(ctx context.Context, tool string, args map[string]any, o mcpclient.CallOptions) mcpclient.Delivery {
 	f.mu.Lock()
 	f.sent = append(f.sent, tool+" "+o.Key)
 	f.seen[tool+o.Key]++
@@ -74,7 +74,7 @@ func (f *fakeServer) Call(ctx context.Context, tool string, args map[string]any,
 	f.mu.Unlock()
 	if block != nil && block(tool, n) {
 		<-ctx.Done()
-		return mcpclient.Outcome{Kind: mcpclient.OutcomeUnknown, Reason: mcpclient.ReasonCancelled, Session: 1,
+		return mcpclient.Delivery{Kind: mcpclient.DeliveryUnknown, Reason: mcpclient.ReasonCancelled, Session: 1,
 			Err: fmt.Errorf("cancelled after the request was sent (%w); it may have taken effect", context.Cause(ctx))}
 	}
 	return f.answer(tool, args, o, n)
@@ -112,14 +112,14 @@ func testTools() []mcp.Tool {
 // ordersAnswer: create_order and send_email get no answer the first time a
 // key is sent (idle timeout, or a lost connection for buyer "bob"), and a
 // replayed result after; find_orders finds the order.
-func ordersAnswer(tool string, args map[string]any, o mcpclient.CallOptions, n int) mcpclient.Outcome {
+func ordersAnswer(tool string, args map[string]any, o mcpclient.CallOptions, n int) mcpclient.Delivery {
 	switch tool {
 	case "find_orders":
-		return mcpclient.Outcome{Kind: mcpclient.OutcomeResult, Session: 1,
+		return mcpclient.Delivery{Kind: mcpclient.DeliveryResult, Session: 1,
 			ResultJSON: json.RawMessage(`{"content":[{"type":"text","text":"1 order"}],"structuredContent":{"orders":[{"order_id":7,"item":"widget"}]}}`)}
 	case "create_order", "send_email":
 		if args["item"] == "gizmo" {
-			return mcpclient.Outcome{Kind: mcpclient.OutcomeResult, Session: 1,
+			return mcpclient.Delivery{Kind: mcpclient.DeliveryResult, Session: 1,
 				ResultJSON: json.RawMessage(`{"content":[{"type":"text","text":"order 9"}],"structuredContent":{"order_id":9}}`)}
 		}
 		if n == 1 {
@@ -127,12 +127,12 @@ func ordersAnswer(tool string, args map[string]any, o mcpclient.CallOptions, n i
 			if args["buyer"] == "bob" {
 				reason = mcpclient.ReasonConnectionLost
 			}
-			return mcpclient.Outcome{Kind: mcpclient.OutcomeUnknown, Reason: reason, Session: 1, Err: mcpclient.ErrIdleTimeout}
+			return mcpclient.Delivery{Kind: mcpclient.DeliveryUnknown, Reason: reason, Session: 1, Err: mcpclient.ErrIdleTimeout}
 		}
-		return mcpclient.Outcome{Kind: mcpclient.OutcomeResult, Session: 1,
+		return mcpclient.Delivery{Kind: mcpclient.DeliveryResult, Session: 1,
 			ResultJSON: json.RawMessage(`{"content":[{"type":"text","text":"order 7"}],"structuredContent":{"order_id":7},"_meta":{"io.github.mcp-confirm/replayed":true}}`)}
 	}
-	return mcpclient.Outcome{Kind: mcpclient.OutcomeNotSent, Err: fmt.Errorf("no tool %s", tool)}
+	return mcpclient.Delivery{Kind: mcpclient.DeliveryNotSent, Err: fmt.Errorf("no tool %s", tool)}
 }
 
 // testPolicy queries create_order with find_orders by key.

@@ -28,7 +28,7 @@ type demoFake struct {
 	orders    []string // one idempotency key per order
 }
 
-func (d *demoFake) answer(tool string, args map[string]any, o mcpclient.CallOptions, n int) mcpclient.Outcome {
+func (d *demoFake) answer(tool string, args map[string]any, o mcpclient.CallOptions, n int) mcpclient.Delivery {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	switch tool {
@@ -38,7 +38,7 @@ func (d *demoFake) answer(tool string, args map[string]any, o mcpclient.CallOpti
 			if d.commit {
 				d.orders = append(d.orders, o.Key)
 			}
-			return mcpclient.Outcome{Kind: mcpclient.OutcomeUnknown, Reason: mcpclient.ReasonIdleTimeout, Session: 1, Err: mcpclient.ErrIdleTimeout}
+			return mcpclient.Delivery{Kind: mcpclient.DeliveryUnknown, Reason: mcpclient.ReasonIdleTimeout, Session: 1, Err: mcpclient.ErrIdleTimeout}
 		}
 		meta := ""
 		if had {
@@ -46,11 +46,11 @@ func (d *demoFake) answer(tool string, args map[string]any, o mcpclient.CallOpti
 		} else {
 			d.orders = append(d.orders, o.Key)
 		}
-		return mcpclient.Outcome{Kind: mcpclient.OutcomeResult, Session: 1,
+		return mcpclient.Delivery{Kind: mcpclient.DeliveryResult, Session: 1,
 			ResultJSON: json.RawMessage(`{"content":[{"type":"text","text":"order 1"}],"structuredContent":{"order_id":1}` + meta + `}`)}
 	case "find_orders":
 		if d.findFails {
-			return mcpclient.Outcome{Kind: mcpclient.OutcomeRPCError, Session: 1, RPCError: &mcpclient.RPCError{Code: -32603, Message: "orders database is locked"}}
+			return mcpclient.Delivery{Kind: mcpclient.DeliveryRPCError, Session: 1, RPCError: &mcpclient.RPCError{Code: -32603, Message: "orders database is locked"}}
 		}
 		want, _ := args["idempotency_key"].(string)
 		var os []map[string]any
@@ -60,10 +60,10 @@ func (d *demoFake) answer(tool string, args map[string]any, o mcpclient.CallOpti
 			}
 		}
 		b, _ := json.Marshal(map[string]any{"orders": append([]map[string]any{}, os...)})
-		return mcpclient.Outcome{Kind: mcpclient.OutcomeResult, Session: 1,
+		return mcpclient.Delivery{Kind: mcpclient.DeliveryResult, Session: 1,
 			ResultJSON: json.RawMessage(`{"content":[{"type":"text","text":"orders"}],"structuredContent":` + string(b) + `}`)}
 	}
-	return mcpclient.Outcome{Kind: mcpclient.OutcomeNotSent, Err: fmt.Errorf("no tool %s", tool)}
+	return mcpclient.Delivery{Kind: mcpclient.DeliveryNotSent, Err: fmt.Errorf("no tool %s", tool)}
 }
 
 func (d *demoFake) count() int { d.mu.Lock(); defer d.mu.Unlock(); return len(d.orders) }

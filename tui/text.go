@@ -3,6 +3,7 @@ package tui
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/mcp-confirm/mcp-confirm/guard"
+	"github.com/mcp-confirm/mcp-confirm/pending"
 	"github.com/mcp-confirm/mcp-confirm/termtext"
 	"github.com/mcp-confirm/mcp-confirm/timetext"
 )
@@ -59,6 +62,20 @@ func keyTail(k string) string {
 		return k
 	}
 	return GlyphKeyTail + k[len(k)-6:]
+}
+
+// consoleHint continues the message of an error the guard leaves to the
+// front-end to word: what to do, in the console's own keys and dialogs.
+func consoleHint(err error) string {
+	var noQuery *guard.NoQueryError
+	var settled *guard.SettledKeyError
+	switch {
+	case errors.As(err, &noQuery):
+		return "; pick a read tool in the query dialog, or set query_tool in the policy"
+	case errors.As(err, &settled) && settled.State == pending.StateFailed:
+		return fmt.Sprintf("; retry call %d (r on it), or use a new key", settled.CallID)
+	}
+	return ""
 }
 
 // age is a short duration: 12s, 4m, 3h, 2d (timetext.Age, which the CLI's

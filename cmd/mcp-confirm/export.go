@@ -112,7 +112,7 @@ func exportCSV(ctx context.Context, e *env, j *pending.Journal, since time.Time)
 				body = a.Error
 			}
 			if err := row("attempt", strconv.Itoa(a.N), strconv.Itoa(a.Session), a.RPCID, stamp(a.SentAt), ended,
-				a.Outcome, a.Clock, "", "", "", a.Reason, string(body)); err != nil {
+				string(a.Outcome), a.Clock, "", "", "", a.Reason, string(body)); err != nil {
 				return err
 			}
 		}

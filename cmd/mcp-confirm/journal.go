@@ -28,7 +28,7 @@ func openJournalWith(ctx context.Context, e *env, g *globalOpts,
 	if path == "" {
 		p, err := pending.DefaultPath(e.getenv)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "mcp-confirm: %v\n", err)
+			fmt.Fprintf(e.stderr, "mcp-confirm: %s\n", noPathText(err))
 			return nil, exitUnavailable
 		}
 		path = p
@@ -37,7 +37,7 @@ func openJournalWith(ctx context.Context, e *env, g *globalOpts,
 		fmt.Fprintf(e.stderr, "mcp-confirm: %s\n", t)
 	}})
 	if err != nil {
-		fmt.Fprintf(e.stderr, "mcp-confirm: cannot open the journal: %v\n%s.\n", err, capitalize(openHint(err, path)))
+		fmt.Fprintf(e.stderr, "mcp-confirm: cannot open the journal: %v%s\n%s.\n", err, cliHint(err), capitalize(openHint(err, path)))
 		return nil, exitUnavailable
 	}
 	return j, exitOK

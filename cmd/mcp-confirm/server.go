@@ -181,7 +181,7 @@ func ownServer(ctx context.Context, j *pending.Journal, id int64) (serverChoice,
 func exitFor(e *env, g *globalOpts, cmd string, res guard.Result, err error) int {
 	self := g.self()
 	if err != nil {
-		msg := termtext.Strip(err.Error()) // it may quote the server's own error text
+		msg := termtext.Strip(err.Error()) + cliHint(err) // it may quote the server's own error text
 		var held *guard.HeldError
 		var late *guard.LateSettledError
 		var pendingKey *guard.KeyPendingError
