@@ -145,7 +145,7 @@ func BenchmarkTapLine(b *testing.B) {
 		if c.reqs[0].resp.classify() != AnswerResult {
 			b.Fatal("no result")
 		}
-		tp.finish(c, nil, nil, nil, func() {})
+		tp.finish(c, nil, context.Background(), context.Background(), func() {})
 	}
 }
 
