@@ -62,52 +62,25 @@ type Options struct {
 }
 
 // Proxy is one upstream connection in front of one downstream server.
+//
+// Its state is in four parts, each with its own lock and invariant: host
+// (the server's requests to the host), calls (the host's requests the
+// proxy answers), tools (what the host is offered) and bg (goroutines of
+// its own). Lock order: hostLink.mu and toolSet.mu are each taken before
+// lineWriter.mu (a message to the host is written under them); never the
+// reverse, and never one under the other. inflight.mu and group.mu are
+// innermost: nothing is locked under them.
 type Proxy struct {
 	opts   Options
 	log    *slog.Logger
 	client *mcpclient.Client
 	guard  *guard.Guard
-	srv    atomic.Pointer[server.MCPServer] // set once Run has listed the tools
-	out    *lineWriter
+	out    *lineWriter // the host's stdout; set by Run
 
-	// Closed when the upstream finished its handshake: notifications and
-	// the server's requests may go up (markUpReady, hostReady).
-	upReadyCh   chan struct{}
-	upReadyOnce sync.Once
-
-	// The host's capabilities, from its initialize (nil before, and for a
-	// 2026-07-28 host), and the server's requests the host is asked
-	// (upstream.go), by the proxy's id for each.
-	hostCaps atomic.Pointer[mcp.ClientCapabilities]
-	hostInit atomic.Bool // the host's (first) initialize came
-	// hostWanted is closed when the server first asks the host something
-	// before the host is ready (listToolsBeforeAnswering).
-	hostWanted     chan struct{}
-	hostWantedOnce sync.Once
-	declaring      atomic.Bool // declareHost is restarting the server
-	upMu           sync.Mutex
-	upWait         map[string]*upRequest
-	upEarly        [8]earlyCancel // the server's last cancels that named no pending request
-	upEarlyNext    int
-	upSeq          atomic.Uint64
-
-	// Requests the proxy answers itself (tools/call and relayed ones),
-	// by the host's id (JSON text), so that the host can cancel them.
-	inflightMu sync.Mutex
-	inflight   map[string]context.CancelFunc
-	stopping   bool // no new requests: Run is waiting for the last ones
-	requests   sync.WaitGroup
-	workers    *workers // run the handlers of those requests
-
-	toolsMu  sync.Mutex
-	toolsSig string // the downstream's tools as last registered (raw JSON)
-	// served names the tools registered, for toolCall: mcp-go's GetTool
-	// copies the whole tool, schemas and all, on every call.
-	served atomic.Pointer[map[string]bool]
-	bg     sync.WaitGroup
-	bgMu   sync.Mutex // bgDone and bg.Add, so that no Add follows bg.Wait
-	bgDone bool
-	bgCtx  context.Context
+	host  *hostLink // the host as the client the server asks things of
+	calls *inflight // the host's requests the proxy answers itself
+	tools toolSet   // the downstream's tools, as offered to the host
+	bg    group     // background work: tool listings, watchServer
 }
 
 // New prepares a proxy; nothing runs until Run.
@@ -116,8 +89,8 @@ func New(opts Options) *Proxy {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Proxy{opts: opts, log: log, inflight: map[string]context.CancelFunc{}, workers: newWorkers(),
-		upReadyCh: make(chan struct{}), hostWanted: make(chan struct{}), upWait: map[string]*upRequest{}}
+	p := &Proxy{opts: opts, log: log, calls: newInflight()}
+	p.host = newHostLink(p.write)
 	policy := proxyPolicy(opts.Policy, opts.Timeout)
 	var gd *guard.Guard
 	p.client = mcpclient.New(opts.Server, mcpclient.Options{
@@ -175,10 +148,10 @@ func proxyPolicy(in *guard.Policy, timeout time.Duration) *guard.Policy {
 // nothing happened).
 func (p *Proxy) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	defer p.client.Close()
-	defer p.stopBackground() // after cancel, which ends them
+	defer p.bg.Wait() // after cancel, which ends them
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	p.bgCtx = ctx
+	p.bg.ctx = ctx
 	p.out = &lineWriter{w: out}
 
 	pr, pw := io.Pipe()
@@ -209,7 +182,7 @@ func (p *Proxy) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	case <-ctx.Done():
 	}
 	_ = pw.Close()
-	p.cancelAll()
+	p.calls.cancelAll()
 	if !st.begun.Load() {
 		return nil // ctx ended before the host wrote a line
 	}
@@ -218,8 +191,7 @@ func (p *Proxy) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 		return st.err
 	}
 	err := <-st.listenDone
-	p.requests.Wait()
-	p.workers.stop() // track now refuses new requests, so none can follow
+	p.calls.wait() // after cancelAll, so no request can follow
 	if readErr != nil && !errors.Is(readErr, io.EOF) {
 		return fmt.Errorf("read from the host: %w", readErr)
 	}
@@ -257,11 +229,11 @@ func (p *Proxy) start(ctx context.Context, first []byte) (*server.MCPServer, err
 		opts = append(opts, server.WithInstructions(info.Instructions))
 	}
 	srv := server.NewMCPServer(info.Name, info.Version, opts...)
-	p.srv.Store(srv)
+	p.tools.srv.Store(srv)
 	if err := p.listToolsBeforeAnswering(ctx); err != nil {
 		return nil, err
 	}
-	p.background(p.watchServer)
+	p.bg.Go(p.watchServer)
 	return srv, nil
 }
 
@@ -310,10 +282,10 @@ func (p *Proxy) hooks() *server.Hooks {
 }
 
 func (p *Proxy) onSession(n int) {
-	if n > 1 && !p.declaring.Load() {
+	if n > 1 && !p.host.declaring.Load() {
 		p.log.Warn("restarted the MCP server", "session", n)
 		// Its tools may have changed; listing them is not this call's job.
-		p.background(func(ctx context.Context) {
+		p.bg.Go(func(ctx context.Context) {
 			if err := p.refreshTools(ctx); err != nil {
 				p.log.Warn("list tools after restart", "err", err)
 			}
@@ -346,28 +318,6 @@ func (p *Proxy) watchServer(ctx context.Context) {
 		}
 		last = st
 	}
-}
-
-func (p *Proxy) background(f func(ctx context.Context)) {
-	ctx := p.bgCtx
-	p.bgMu.Lock()
-	defer p.bgMu.Unlock()
-	if ctx == nil || ctx.Err() != nil || p.bgDone {
-		return
-	}
-	p.bg.Add(1)
-	go func() {
-		defer p.bg.Done()
-		f(ctx)
-	}()
-}
-
-// stopBackground waits for the background work, after which none starts.
-func (p *Proxy) stopBackground() {
-	p.bgMu.Lock()
-	p.bgDone = true
-	p.bgMu.Unlock()
-	p.bg.Wait()
 }
 
 // lineWriter serialises whole messages onto the host's stdout: mcp-go's
@@ -476,7 +426,7 @@ func (p *Proxy) route(ctx context.Context, line []byte) bool {
 	case m.Method == "":
 		// A response: to a server's request the host was asked, or to
 		// mcp-go's server.
-		return !hasID || !p.hostAnswered(m.ID, line)
+		return !hasID || !p.host.answered(m.ID, line)
 	case m.Method == string(mcp.MethodInitialize) && hasID:
 		p.declareHost(ctx, m.Params)
 		return true
@@ -492,7 +442,7 @@ func (p *Proxy) route(ctx context.Context, line []byte) bool {
 		p.cancelRequest(m.Params)
 		return false
 	case m.Method == "notifications/initialized":
-		p.markUpReady()
+		p.host.markReady()
 		return true
 	case !hasID:
 		if relayed[m.Method] {
@@ -503,7 +453,7 @@ func (p *Proxy) route(ctx context.Context, line []byte) bool {
 	}
 	// 2026-07-28 has no initialize: the first other request means the host
 	// is ready for notifications.
-	p.markUpReady()
+	p.host.markReady()
 	var handle func(context.Context, message)
 	switch {
 	case m.Method == string(mcp.MethodToolsCall):
@@ -516,43 +466,15 @@ func (p *Proxy) route(ctx context.Context, line []byte) bool {
 	default:
 		return true
 	}
-	rctx, done, ok := p.track(ctx, m.ID)
-	if !ok {
+	if !p.calls.start(ctx, m.ID, func(ctx context.Context) { handle(ctx, m) }) {
 		return false // shutting down: the host is gone
 	}
-	p.workers.run(func() {
-		defer p.requests.Done()
-		defer done()
-		handle(rctx, m)
-	})
 	// Run the handler now, on this thread, rather than leave it for another
 	// to be woken and steal it while this goroutine blocks reading the host:
 	// that wake-up was on the critical path of every call (measured with
 	// BenchmarkReadThroughProxy, proxy/relay 0.80 -> 0.86 on 2 cores).
 	runtime.Gosched()
 	return false
-}
-
-// track registers a request the host may cancel by its id, unless the
-// proxy is stopping.
-func (p *Proxy) track(ctx context.Context, id json.RawMessage) (context.Context, func(), bool) {
-	rctx, cancel := context.WithCancel(ctx)
-	key := string(id)
-	p.inflightMu.Lock()
-	if p.stopping {
-		p.inflightMu.Unlock()
-		cancel()
-		return nil, nil, false
-	}
-	p.inflight[key] = cancel
-	p.requests.Add(1)
-	p.inflightMu.Unlock()
-	return rctx, func() {
-		p.inflightMu.Lock()
-		delete(p.inflight, key)
-		p.inflightMu.Unlock()
-		cancel()
-	}, true
 }
 
 func (p *Proxy) notifyDown(ctx context.Context, method string, params json.RawMessage) {
@@ -626,21 +548,8 @@ func (p *Proxy) cancelRequest(params json.RawMessage) {
 	if json.Unmarshal(params, &c) != nil || len(c.RequestID) == 0 {
 		return
 	}
-	p.inflightMu.Lock()
-	cancel := p.inflight[string(c.RequestID)]
-	p.inflightMu.Unlock()
-	if cancel != nil {
+	if cancel := p.calls.cancelOf(string(c.RequestID)); cancel != nil {
 		p.log.Info("the host cancelled a request", "id", string(c.RequestID), "reason", c.Reason)
-		cancel()
-	}
-}
-
-// cancelAll stops taking requests and cancels the ones running.
-func (p *Proxy) cancelAll() {
-	p.inflightMu.Lock()
-	defer p.inflightMu.Unlock()
-	p.stopping = true
-	for _, cancel := range p.inflight {
 		cancel()
 	}
 }
@@ -703,18 +612,18 @@ func withResultType(res json.RawMessage) json.RawMessage {
 // everything else goes up as it is.
 func (p *Proxy) fromDownstream(session int, method string, params json.RawMessage) {
 	if method == string(mcp.MethodNotificationCancelled) {
-		p.serverCancelled(session, params)
+		p.host.serverCancelled(session, params)
 		return
 	}
 	if method == string(mcp.MethodNotificationToolsListChanged) {
-		p.background(func(ctx context.Context) {
+		p.bg.Go(func(ctx context.Context) {
 			if err := p.refreshTools(ctx); err != nil {
 				p.log.Warn("list tools after tools/list_changed", "err", err)
 			}
 		})
 		return
 	}
-	if !p.hostReady() {
+	if !p.host.isReady() {
 		p.log.Debug("notification from the MCP server before the host was ready: dropped", "method", method)
 		return
 	}
