@@ -77,6 +77,19 @@ var relayed = map[string]bool{
 
 // route handles one upstream line itself, or returns true to pass it to
 // mcp-go's server (handshake, ping, tools/list, anything unknown).
+//
+// Two fast paths: decodeToolCall reads a tools/call line, with
+// json.Unmarshal as its fallback (envelope.go says what keeps them equal);
+// and once a request's handler is handed to a worker, runtime.Gosched lets
+// it run now, on this thread, rather than leave it for another thread to
+// be woken and steal it while this goroutine blocks reading the host: that
+// wake-up was on the critical path of every call. Without the Gosched (the
+// fallback) the handler runs all the same, when the scheduler gets to it:
+// the yield changes which goroutine runs first, never what runs, so no
+// test can tell the two apart, and none tries: with it or without, the
+// handler may run before or after route returns, and the tests hold for
+// both. Whether it still pays is BenchmarkReadThroughProxy's to show
+// (proxy/relay-throughput).
 func (p *Proxy) route(ctx context.Context, line []byte) bool {
 	m, ok := decodeToolCall(line)
 	if !ok && json.Unmarshal(line, &m) != nil {
@@ -130,11 +143,7 @@ func (p *Proxy) route(ctx context.Context, line []byte) bool {
 	if !p.calls.start(ctx, m.ID, func(ctx context.Context) { handle(ctx, m) }) {
 		return false // shutting down: the host is gone
 	}
-	// Run the handler now, on this thread, rather than leave it for another
-	// to be woken and steal it while this goroutine blocks reading the host:
-	// that wake-up was on the critical path of every call (measured with
-	// BenchmarkReadThroughProxy, proxy/relay 0.80 -> 0.86 on 2 cores).
-	runtime.Gosched()
+	runtime.Gosched() // let the handler run now (see above)
 	return false
 }
 
