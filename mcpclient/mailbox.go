@@ -133,3 +133,22 @@ func (q *lateQueue) run(deliver func(LateResult)) {
 		}
 	})
 }
+
+// result classifies the answer, on the late queue's goroutine (a late
+// answer is never judged on the read loop), and says what it is.
+func (it lateItem) result() LateResult {
+	lr := LateResult{
+		Key: it.key, Tool: it.tool, Session: it.session, RPCID: it.rpcID,
+		AfterCancel: it.resp.afterCancel, At: it.resp.at, Second: it.second,
+	}
+	switch lr.Class = it.resp.classify(); lr.Class {
+	case AnswerResult:
+		lr.ResultJSON = it.resp.result
+	case AnswerRPCError:
+		lr.RPCError = it.resp.rpcErr
+	default:
+		lr.Raw, lr.RawTruncated = bounded(it.resp.line)
+		lr.Why = it.resp.why
+	}
+	return lr
+}
