@@ -43,7 +43,9 @@ func parseResponse(line []byte) (id string, result json.RawMessage, ok bool) {
 		return "", nil, false // a notification or a request from the server
 	}
 	if rest, found := bytes.CutPrefix(line, fastRequest); found {
-		if i := bytes.IndexByte(rest, ','); i > 0 {
+		// An id with spaces around it, or a comma in it, is not cut out
+		// right here: decodeResponse reads it.
+		if i := bytes.IndexByte(rest, ','); i > 0 && plainID(rest[:i]) {
 			after := rest[i:]
 			if bytes.HasPrefix(after, fastResult) && after[len(after)-1] == '}' {
 				return string(rest[:i]), after[len(fastResult) : len(after)-1], true

@@ -85,6 +85,10 @@ var responseLines = []string{
 	`{"method":"notifications/message","jsonrpc":"2.0","params":{"id":3}}`,
 	`{"jsonrpc": "2.0", "id": 9, "result": {"content": []}}`,
 	`{"jsonrpc":"2.0","id":3,"result":null,"error":{"code":1,"message":"m"}}`,
+	// mcp-go's field order with spaces around the id: the fast path once
+	// read it with the spaces, and matched no request.
+	`{"jsonrpc":"2.0","id": "mcp-confirm-abc-2","result":{"content":[]}}`,
+	`{"jsonrpc":"2.0","id":7 ,"error":{"code":1,"message":"m"}}`,
 }
 
 // TestParseResponseMatchesEncodingJSON and FuzzParseResponse hold
