@@ -44,9 +44,9 @@ func TestAnsweredWindowIsBounded(t *testing.T) {
 			}
 		}
 	}
-	q.mu.Lock()
-	items := q.items
-	q.mu.Unlock()
+	q.box.mu.Lock()
+	items := q.box.waiting
+	q.box.mu.Unlock()
 	seconds := map[string]int{}
 	for _, it := range items {
 		if !it.second {

@@ -19,8 +19,8 @@ import (
 //     several times per call to derive HTTP headers (and re-encodes the
 //     tool's input schema for x-mcp-header bindings) that stdio never
 //     sends, then parses the whole result, which the engine keeps as the
-//     server's raw JSON anyway. That was about half of the proxy's CPU for
-//     a small read (see proxy/bench_test.go).
+//     server's raw JSON anyway. That topped the proxy's CPU profile for a
+//     small read (BenchmarkInProcessProxyRead, proxy/prof_test.go).
 //   - The transport re-encodes the request and decodes every answer twice,
 //     which the tap has already sliced out of the line.
 //   - CallTool resends a request on its own when the server answers

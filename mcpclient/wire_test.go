@@ -23,6 +23,8 @@ func TestParseResponse(t *testing.T) {
 		{"ts error", `{"jsonrpc":"2.0","id":8,"error":{"code":-32602,"message":"x"}}`, "8", "", true},
 		{"ts odd id", `{"result":{},"jsonrpc":"2.0","id":"a\"b"}`, `"a\"b"`, "", true},
 		{"string id", `{"jsonrpc":"2.0","id":"a-1","result":{}}`, `"a-1"`, `{}`, true},
+		{"spaced id", `{"jsonrpc":"2.0","id": "a-1" ,"result":{}}`, `"a-1"`, "", true},
+		{"comma in id", `{"jsonrpc":"2.0","id":"a,b","result":{}}`, `"a,b"`, "", true},
 		{"notification", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t"}}`, "", "", false},
 		{"server request", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "", "", false},
 		{"other notification order", `{"method":"notifications/message","jsonrpc":"2.0","params":{"id":3}}`, "", "", false},
@@ -145,7 +147,7 @@ func BenchmarkTapLine(b *testing.B) {
 		if c.reqs[0].resp.classify() != AnswerResult {
 			b.Fatal("no result")
 		}
-		tp.finish(c, nil, nil, nil, func() {})
+		tp.finish(c, nil, context.Background(), context.Background(), func() {})
 	}
 }
 

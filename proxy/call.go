@@ -51,7 +51,7 @@ func (p *Proxy) toolCall(ctx context.Context, m message) {
 			Code: mcp.INVALID_PARAMS, Message: "tools/call needs params with a tool name"}})
 		return
 	}
-	if served := p.served.Load(); served == nil || !(*served)[params.Name] {
+	if !p.tools.serves(params.Name) {
 		p.write(response{JSONRPC: mcp.JSONRPC_VERSION, ID: m.ID, Error: &mcpclient.RPCError{
 			Code: mcp.INVALID_PARAMS, Message: "Unknown tool: " + params.Name}})
 		return

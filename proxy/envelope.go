@@ -13,9 +13,20 @@ import (
 // A tools/call line is read by walking its JSON once, after json.Valid has
 // said it is well formed, and keeping only the members the proxy needs as
 // slices of the line. encoding/json's reflection decode of the same line
-// was the largest single cost of a read through the proxy (about an eighth
-// of its CPU; a 2026-07-28 host sends its client info and capabilities on
-// every call, all of which had to be decoded to be skipped).
+// was the largest single cost of a read through the proxy in its CPU
+// profile (BenchmarkInProcessProxyRead): a 2026-07-28 host sends its client
+// info and capabilities on every call, all of which had to be decoded to
+// be skipped.
+//
+// Fast path and fallback: decodeToolCall is the fast path. It takes a line
+// only when it reads it exactly as encoding/json would, and says no
+// otherwise; route then reads the line the slow, obviously correct way,
+// json.Unmarshal into message, and toolCall decodes its params the same
+// way. What keeps the two equal: TestDecodeToolCall (a table of lines,
+// each compared with decodeToolCallReflect, the encoding/json decode the
+// walker replaced, and lines it must decline) and FuzzDecodeToolCall (any
+// line the walker takes, encoding/json reads the same), both in
+// call_internal_test.go.
 //
 // Keys are matched exactly, as JSON-RPC and MCP spell them (encoding/json
 // would also take "Method" for "method"). A key or a string value written

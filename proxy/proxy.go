@@ -13,8 +13,6 @@
 package proxy
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,8 +20,6 @@ import (
 	"io"
 	"log"
 	"log/slog"
-	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -62,52 +58,25 @@ type Options struct {
 }
 
 // Proxy is one upstream connection in front of one downstream server.
+//
+// Its state is in four parts, each with its own lock and invariant: host
+// (the server's requests to the host), calls (the host's requests the
+// proxy answers), tools (what the host is offered) and bg (goroutines of
+// its own). Lock order: hostLink.mu and toolSet.mu are each taken before
+// lineWriter.mu (a message to the host is written under them); never the
+// reverse, and never one under the other. inflight.mu and group.mu are
+// innermost: nothing is locked under them.
 type Proxy struct {
 	opts   Options
 	log    *slog.Logger
 	client *mcpclient.Client
 	guard  *guard.Guard
-	srv    atomic.Pointer[server.MCPServer] // set once Run has listed the tools
-	out    *lineWriter
+	out    *lineWriter // the host's stdout; set by Run
 
-	// Closed when the upstream finished its handshake: notifications and
-	// the server's requests may go up (markUpReady, hostReady).
-	upReadyCh   chan struct{}
-	upReadyOnce sync.Once
-
-	// The host's capabilities, from its initialize (nil before, and for a
-	// 2026-07-28 host), and the server's requests the host is asked
-	// (upstream.go), by the proxy's id for each.
-	hostCaps atomic.Pointer[mcp.ClientCapabilities]
-	hostInit atomic.Bool // the host's (first) initialize came
-	// hostWanted is closed when the server first asks the host something
-	// before the host is ready (listToolsBeforeAnswering).
-	hostWanted     chan struct{}
-	hostWantedOnce sync.Once
-	declaring      atomic.Bool // declareHost is restarting the server
-	upMu           sync.Mutex
-	upWait         map[string]*upRequest
-	upEarly        [8]earlyCancel // the server's last cancels that named no pending request
-	upEarlyNext    int
-	upSeq          atomic.Uint64
-
-	// Requests the proxy answers itself (tools/call and relayed ones),
-	// by the host's id (JSON text), so that the host can cancel them.
-	inflightMu sync.Mutex
-	inflight   map[string]context.CancelFunc
-	stopping   bool // no new requests: Run is waiting for the last ones
-	requests   sync.WaitGroup
-	workers    *workers // run the handlers of those requests
-
-	toolsMu  sync.Mutex
-	toolsSig string // the downstream's tools as last registered (raw JSON)
-	// served names the tools registered, for toolCall: mcp-go's GetTool
-	// copies the whole tool, schemas and all, on every call.
-	served atomic.Pointer[map[string]bool]
-	bg     sync.WaitGroup
-	bgMu   sync.Mutex // bgDone and bg.Add, so that no Add follows bg.Wait
-	bgDone bool
-	bgCtx  context.Context
+	host  *hostLink // the host as the client the server asks things of
+	calls *inflight // the host's requests the proxy answers itself
+	tools toolSet   // the downstream's tools, as offered to the host
+	bg    group     // background work: tool listings, watchServer
 }
 
 // New prepares a proxy; nothing runs until Run.
@@ -116,8 +85,8 @@ func New(opts Options) *Proxy {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Proxy{opts: opts, log: log, inflight: map[string]context.CancelFunc{}, workers: newWorkers(),
-		upReadyCh: make(chan struct{}), hostWanted: make(chan struct{}), upWait: map[string]*upRequest{}}
+	p := &Proxy{opts: opts, log: log, calls: newInflight()}
+	p.host = newHostLink(p.write)
 	policy := proxyPolicy(opts.Policy, opts.Timeout)
 	var gd *guard.Guard
 	p.client = mcpclient.New(opts.Server, mcpclient.Options{
@@ -175,10 +144,10 @@ func proxyPolicy(in *guard.Policy, timeout time.Duration) *guard.Policy {
 // nothing happened).
 func (p *Proxy) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	defer p.client.Close()
-	defer p.stopBackground() // after cancel, which ends them
+	defer p.bg.Wait() // after cancel, which ends them
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	p.bgCtx = ctx
+	p.bg.ctx = ctx
 	p.out = &lineWriter{w: out}
 
 	pr, pw := io.Pipe()
@@ -209,7 +178,7 @@ func (p *Proxy) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	case <-ctx.Done():
 	}
 	_ = pw.Close()
-	p.cancelAll()
+	p.calls.cancelAll()
 	if !st.begun.Load() {
 		return nil // ctx ended before the host wrote a line
 	}
@@ -218,8 +187,7 @@ func (p *Proxy) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 		return st.err
 	}
 	err := <-st.listenDone
-	p.requests.Wait()
-	p.workers.stop() // track now refuses new requests, so none can follow
+	p.calls.wait() // after cancelAll, so no request can follow
 	if readErr != nil && !errors.Is(readErr, io.EOF) {
 		return fmt.Errorf("read from the host: %w", readErr)
 	}
@@ -257,11 +225,11 @@ func (p *Proxy) start(ctx context.Context, first []byte) (*server.MCPServer, err
 		opts = append(opts, server.WithInstructions(info.Instructions))
 	}
 	srv := server.NewMCPServer(info.Name, info.Version, opts...)
-	p.srv.Store(srv)
+	p.tools.srv.Store(srv)
 	if err := p.listToolsBeforeAnswering(ctx); err != nil {
 		return nil, err
 	}
-	p.background(p.watchServer)
+	p.bg.Go(p.watchServer)
 	return srv, nil
 }
 
@@ -310,10 +278,10 @@ func (p *Proxy) hooks() *server.Hooks {
 }
 
 func (p *Proxy) onSession(n int) {
-	if n > 1 && !p.declaring.Load() {
+	if n > 1 && !p.host.declaring.Load() {
 		p.log.Warn("restarted the MCP server", "session", n)
 		// Its tools may have changed; listing them is not this call's job.
-		p.background(func(ctx context.Context) {
+		p.bg.Go(func(ctx context.Context) {
 			if err := p.refreshTools(ctx); err != nil {
 				p.log.Warn("list tools after restart", "err", err)
 			}
@@ -348,51 +316,6 @@ func (p *Proxy) watchServer(ctx context.Context) {
 	}
 }
 
-func (p *Proxy) background(f func(ctx context.Context)) {
-	ctx := p.bgCtx
-	p.bgMu.Lock()
-	defer p.bgMu.Unlock()
-	if ctx == nil || ctx.Err() != nil || p.bgDone {
-		return
-	}
-	p.bg.Add(1)
-	go func() {
-		defer p.bg.Done()
-		f(ctx)
-	}()
-}
-
-// stopBackground waits for the background work, after which none starts.
-func (p *Proxy) stopBackground() {
-	p.bgMu.Lock()
-	p.bgDone = true
-	p.bgMu.Unlock()
-	p.bg.Wait()
-}
-
-// lineWriter serialises whole messages onto the host's stdout: mcp-go's
-// responses and the proxy's own relayed ones.
-type lineWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lineWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
-}
-
-// writeMessage writes one JSON-RPC message and a newline in one Write.
-func (l *lineWriter) writeMessage(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = l.Write(append(b, '\n'))
-	return err
-}
-
 // slogWriter turns mcp-go's log.Logger lines into the proxy's log.
 type slogWriter struct{ l *slog.Logger }
 
@@ -403,326 +326,4 @@ func (w slogWriter) Write(b []byte) (int, error) {
 	}
 	w.l.Warn("mcp-go: " + msg)
 	return len(b), nil
-}
-
-// readUpstream reads the host's messages: requests and notifications that
-// are relayed go to the downstream server; the rest (handshake, ping,
-// tools/list, tools/call, cancellations) go to mcp-go's server through w.
-// The first line, or the end of in before one, is first given to start,
-// which starts the server; when it fails, nothing more is read.
-func (p *Proxy) readUpstream(ctx context.Context, in io.Reader, w io.Writer, start func(first []byte) bool) error {
-	r := bufio.NewReaderSize(in, 64<<10)
-	started := false
-	for {
-		line, err := r.ReadBytes('\n')
-		if !started {
-			started = true
-			if !start(line) {
-				return nil // Run reports why
-			}
-		}
-		if len(line) > 0 {
-			if p.route(ctx, line) {
-				if len(line) == 0 || line[len(line)-1] != '\n' {
-					line = append(line, '\n')
-				}
-				if _, werr := w.Write(line); werr != nil {
-					return werr
-				}
-			}
-		}
-		if err != nil {
-			return err
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-	}
-}
-
-// message is the envelope of one upstream line.
-type message struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-	// toolCall is Params already decoded, for a tools/call read in one
-	// pass (decodeToolCall); nil otherwise.
-	toolCall *toolCallParams
-}
-
-// relayed are the methods answered by the downstream server as they are.
-var relayed = map[string]bool{
-	string(mcp.MethodResourcesList):                true,
-	string(mcp.MethodResourcesTemplatesList):       true,
-	string(mcp.MethodResourcesRead):                true,
-	string(mcp.MethodResourcesSubscribe):           true,
-	string(mcp.MethodResourcesUnsubscribe):         true,
-	string(mcp.MethodPromptsList):                  true,
-	string(mcp.MethodPromptsGet):                   true,
-	string(mcp.MethodCompletionComplete):           true,
-	string(mcp.MethodSetLogLevel):                  true,
-	string(mcp.MethodNotificationRootsListChanged): true,
-}
-
-// route handles one upstream line itself, or returns true to pass it to
-// mcp-go's server (handshake, ping, tools/list, anything unknown).
-func (p *Proxy) route(ctx context.Context, line []byte) bool {
-	m, ok := decodeToolCall(line)
-	if !ok && json.Unmarshal(line, &m) != nil {
-		return true // garbage: mcp-go answers it
-	}
-	hasID := len(m.ID) > 0 && string(m.ID) != "null"
-	switch {
-	case m.Method == "":
-		// A response: to a server's request the host was asked, or to
-		// mcp-go's server.
-		return !hasID || !p.hostAnswered(m.ID, line)
-	case m.Method == string(mcp.MethodInitialize) && hasID:
-		p.declareHost(ctx, m.Params)
-		return true
-	case m.Method == string(mcp.MethodServerDiscover) && hasID && !mcp.IsModernProtocol(p.client.ServerInfo().Protocol):
-		// In front of a legacy server the host gets the legacy protocol, as
-		// it would from the server itself: a 2026-07-28 host then falls back
-		// to initialize, whose capabilities the server can be shown
-		// (declareHost), and spends on each call what it would directly.
-		p.write(response{JSONRPC: mcp.JSONRPC_VERSION, ID: m.ID, Error: &mcpclient.RPCError{
-			Code: mcp.METHOD_NOT_FOUND, Message: "Method not found"}})
-		return false
-	case m.Method == string(mcp.MethodNotificationCancelled):
-		p.cancelRequest(m.Params)
-		return false
-	case m.Method == "notifications/initialized":
-		p.markUpReady()
-		return true
-	case !hasID:
-		if relayed[m.Method] {
-			p.notifyDown(ctx, m.Method, m.Params)
-			return false
-		}
-		return true
-	}
-	// 2026-07-28 has no initialize: the first other request means the host
-	// is ready for notifications.
-	p.markUpReady()
-	var handle func(context.Context, message)
-	switch {
-	case m.Method == string(mcp.MethodToolsCall):
-		// Answered here rather than by an mcp-go tool handler: the
-		// server's result goes back byte for byte, its JSON-RPC errors
-		// keep their codes, and a read costs one hop less.
-		handle = p.toolCall
-	case relayed[m.Method]:
-		handle = p.relay
-	default:
-		return true
-	}
-	rctx, done, ok := p.track(ctx, m.ID)
-	if !ok {
-		return false // shutting down: the host is gone
-	}
-	p.workers.run(func() {
-		defer p.requests.Done()
-		defer done()
-		handle(rctx, m)
-	})
-	// Run the handler now, on this thread, rather than leave it for another
-	// to be woken and steal it while this goroutine blocks reading the host:
-	// that wake-up was on the critical path of every call (measured with
-	// BenchmarkReadThroughProxy, proxy/relay 0.80 -> 0.86 on 2 cores).
-	runtime.Gosched()
-	return false
-}
-
-// track registers a request the host may cancel by its id, unless the
-// proxy is stopping.
-func (p *Proxy) track(ctx context.Context, id json.RawMessage) (context.Context, func(), bool) {
-	rctx, cancel := context.WithCancel(ctx)
-	key := string(id)
-	p.inflightMu.Lock()
-	if p.stopping {
-		p.inflightMu.Unlock()
-		cancel()
-		return nil, nil, false
-	}
-	p.inflight[key] = cancel
-	p.requests.Add(1)
-	p.inflightMu.Unlock()
-	return rctx, func() {
-		p.inflightMu.Lock()
-		delete(p.inflight, key)
-		p.inflightMu.Unlock()
-		cancel()
-	}, true
-}
-
-func (p *Proxy) notifyDown(ctx context.Context, method string, params json.RawMessage) {
-	if err := p.client.Notify(ctx, method, params); err != nil {
-		p.log.Warn("forward notification to the MCP server", "method", method, "err", err)
-	}
-}
-
-// relay sends one request to the downstream server and writes its answer,
-// with the host's own id, as the server wrote it.
-func (p *Proxy) relay(ctx context.Context, m message) {
-	res, err := p.client.Request(ctx, m.Method, m.Params)
-	if err != nil && ctx.Err() != nil {
-		// Cancelled by the host (or the proxy is stopping): no answer.
-		return
-	}
-	var rpcErr *mcpclient.RPCError
-	switch {
-	case err == nil:
-		if modernRequest(m.Params) {
-			res = withResultType(res)
-		}
-		p.writeResult(m.ID, res)
-	case errors.As(err, &rpcErr):
-		p.write(response{JSONRPC: mcp.JSONRPC_VERSION, ID: m.ID, Error: rpcErr})
-	default:
-		p.log.Warn("relay to the MCP server failed", "method", m.Method, "err", err)
-		p.write(response{JSONRPC: mcp.JSONRPC_VERSION, ID: m.ID, Error: &mcpclient.RPCError{
-			Code: mcp.INTERNAL_ERROR, Message: "mcp-confirm proxy: the MCP server gave no answer: " + err.Error(),
-		}})
-	}
-}
-
-type response struct {
-	JSONRPC string              `json:"jsonrpc"`
-	ID      json.RawMessage     `json:"id"`
-	Result  json.RawMessage     `json:"result,omitempty"`
-	Error   *mcpclient.RPCError `json:"error,omitempty"`
-}
-
-func (p *Proxy) write(v any) {
-	if err := p.out.writeMessage(v); err != nil {
-		p.log.Warn("write to the host", "err", err)
-	}
-}
-
-// writeResult answers a request with a result as the server wrote it,
-// without re-encoding it.
-func (p *Proxy) writeResult(id, result json.RawMessage) {
-	if bytes.ContainsAny(result, "\r\n") || !json.Valid(id) {
-		p.write(response{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Result: result})
-		return
-	}
-	b := make([]byte, 0, len(result)+len(id)+40)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"result":`...)
-	b = append(b, result...)
-	b = append(b, "}\n"...)
-	if _, err := p.out.Write(b); err != nil {
-		p.log.Warn("write to the host", "err", err)
-	}
-}
-
-// cancelRequest ends the request a host's notifications/cancelled names.
-func (p *Proxy) cancelRequest(params json.RawMessage) {
-	var c struct {
-		RequestID json.RawMessage `json:"requestId"`
-		Reason    string          `json:"reason"`
-	}
-	if json.Unmarshal(params, &c) != nil || len(c.RequestID) == 0 {
-		return
-	}
-	p.inflightMu.Lock()
-	cancel := p.inflight[string(c.RequestID)]
-	p.inflightMu.Unlock()
-	if cancel != nil {
-		p.log.Info("the host cancelled a request", "id", string(c.RequestID), "reason", c.Reason)
-		cancel()
-	}
-}
-
-// cancelAll stops taking requests and cancels the ones running.
-func (p *Proxy) cancelAll() {
-	p.inflightMu.Lock()
-	defer p.inflightMu.Unlock()
-	p.stopping = true
-	for _, cancel := range p.inflight {
-		cancel()
-	}
-}
-
-// modernRequest: the host speaks 2026-07-28 or later on this request (it
-// names its protocol version in _meta, which legacy hosts never do).
-func modernRequest(params json.RawMessage) bool {
-	if !bytes.Contains(params, []byte(mcp.MetaKeyProtocolVersion)) {
-		return false
-	}
-	var pm struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	if json.Unmarshal(params, &pm) != nil {
-		return false
-	}
-	var v string
-	_ = json.Unmarshal(pm.Meta[mcp.MetaKeyProtocolVersion], &v)
-	return mcp.IsModernProtocol(v)
-}
-
-// withResultType adds resultType "complete" to a legacy server's result for
-// a 2026-07-28 host (legacy servers never set it). The member is spliced in
-// before the closing brace, so the rest stays byte for byte as the server
-// wrote it.
-func withResultType(res json.RawMessage) json.RawMessage {
-	hasName, escaped := bytes.Contains(res, []byte(`"resultType"`)), bytes.Contains(res, []byte(`\u`))
-	if hasName && !escaped {
-		return res // a modern server's (or a nested field of that name: left alone)
-	}
-	if escaped {
-		// A name could be spelled with escapes: decode to know.
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(res, &obj) != nil {
-			return res
-		}
-		if _, ok := obj["resultType"]; ok {
-			return res
-		}
-	}
-	// res is one JSON value: validated on the way in, or made by the proxy.
-	t := bytes.TrimSpace(res)
-	if len(t) < 2 || t[0] != '{' || t[len(t)-1] != '}' {
-		return res
-	}
-	member := `"resultType":"complete"`
-	if len(bytes.TrimSpace(t[1:len(t)-1])) > 0 {
-		member = "," + member
-	}
-	b := make([]byte, 0, len(t)+len(member))
-	b = append(b, t[:len(t)-1]...)
-	b = append(b, member...)
-	return append(b, '}')
-}
-
-// fromDownstream receives the server's notifications on the session's read
-// loop: it must not block for long. A tools/list_changed re-registers the
-// tools (mcp-go then tells the host); a cancel of the server's own request
-// goes up under the proxy's id for it, or not at all (serverCancelled);
-// everything else goes up as it is.
-func (p *Proxy) fromDownstream(session int, method string, params json.RawMessage) {
-	if method == string(mcp.MethodNotificationCancelled) {
-		p.serverCancelled(session, params)
-		return
-	}
-	if method == string(mcp.MethodNotificationToolsListChanged) {
-		p.background(func(ctx context.Context) {
-			if err := p.refreshTools(ctx); err != nil {
-				p.log.Warn("list tools after tools/list_changed", "err", err)
-			}
-		})
-		return
-	}
-	if !p.hostReady() {
-		p.log.Debug("notification from the MCP server before the host was ready: dropped", "method", method)
-		return
-	}
-	p.write(notification{JSONRPC: mcp.JSONRPC_VERSION, Method: method, Params: params})
-}
-
-type notification struct {
-	JSONRPC string          `json:"jsonrpc"`
-	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params,omitempty"`
 }

@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -43,22 +46,51 @@ func (p *Proxy) rawTools(ctx context.Context) ([]json.RawMessage, error) {
 	return nil, fmt.Errorf("list the MCP server's tools: more than %d pages", maxToolPages)
 }
 
+// toolSet is the downstream's tools as registered on the proxy's mcp-go
+// server, which lists them to the host.
+//
+// Invariant: served names exactly the tools last given to srv.SetTools,
+// and sig is the listing they were made from; both change together, under
+// mu, which is held across a whole refresh so that two listings never
+// interleave their registrations.
+type toolSet struct {
+	srv atomic.Pointer[server.MCPServer] // set once, by start; nil: nothing to register on yet
+	// served is read without the lock (toolCall): mcp-go's GetTool copies
+	// the whole tool, schemas and all, on every call.
+	served atomic.Pointer[map[string]bool]
+
+	mu  sync.Mutex // guards following
+	sig string     // the listing last registered (raw JSON)
+}
+
+// serves: name is one of the tools registered.
+func (ts *toolSet) serves(name string) bool {
+	served := ts.served.Load()
+	return served != nil && (*served)[name]
+}
+
 // refreshTools registers the downstream's tools on the proxy's server when
 // they differ from the ones registered; mcp-go then sends the host
 // notifications/tools/list_changed.
 func (p *Proxy) refreshTools(ctx context.Context) error {
-	srv := p.srv.Load()
+	return p.tools.refresh(ctx, p.rawTools, p.log)
+}
+
+// refresh registers the tools list gives, when they differ from the ones
+// registered.
+func (ts *toolSet) refresh(ctx context.Context, list func(context.Context) ([]json.RawMessage, error), log *slog.Logger) error {
+	srv := ts.srv.Load()
 	if srv == nil {
 		return nil
 	}
-	p.toolsMu.Lock()
-	defer p.toolsMu.Unlock()
-	raws, err := p.rawTools(ctx)
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	raws, err := list(ctx)
 	if err != nil {
 		return err
 	}
 	sig, _ := json.Marshal(raws)
-	if string(sig) == p.toolsSig {
+	if string(sig) == ts.sig {
 		return nil
 	}
 	var tools []server.ServerTool
@@ -66,16 +98,16 @@ func (p *Proxy) refreshTools(ctx context.Context) error {
 	for _, raw := range raws {
 		t, err := toolFromRaw(raw)
 		if err != nil {
-			p.log.Warn("tool left out: the MCP server described it in a way mcp-go cannot serve", "err", err)
+			log.Warn("tool left out: the MCP server described it in a way mcp-go cannot serve", "err", err)
 			continue
 		}
 		tools = append(tools, server.ServerTool{Tool: t, Handler: unreachable})
 		served[t.Name] = true
 	}
 	srv.SetTools(tools...)
-	p.served.Store(&served)
-	p.toolsSig = string(sig)
-	p.log.Info("tools registered", "count", len(tools))
+	ts.served.Store(&served)
+	ts.sig = string(sig)
+	log.Info("tools registered", "count", len(tools))
 	return nil
 }
 

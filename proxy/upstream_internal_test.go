@@ -23,9 +23,9 @@ func upstreamProxy(t *testing.T, caps mcp.ClientCapabilities) (*Proxy, chan []by
 	t.Cleanup(cancel)
 	r, w := io.Pipe()
 	t.Cleanup(func() { _ = r.Close() })
-	p := &Proxy{log: slog.New(slog.DiscardHandler), out: &lineWriter{w: w}, bgCtx: ctx,
-		upReadyCh: make(chan struct{}), hostWanted: make(chan struct{}), upWait: map[string]*upRequest{}}
-	p.hostCaps.Store(&caps)
+	p := &Proxy{log: slog.New(slog.DiscardHandler), out: &lineWriter{w: w}, bg: group{ctx: ctx}}
+	p.host = newHostLink(p.write)
+	p.host.caps.Store(&caps)
 	lines := make(chan []byte, 16)
 	go func() {
 		br := bufio.NewReader(r)
@@ -88,13 +88,13 @@ func TestServerRequestGoesUpAndTakesTheHostsAnswer(t *testing.T) {
 	p, host := upstreamProxy(t, mcp.ClientCapabilities{Sampling: &mcp.SamplingCapability{}})
 	early := ask(p, context.Background(), mcpclient.ServerRequest{Session: 1, ID: `"early"`, Method: "sampling/createMessage"})
 	waitPending(t, p, 1)
-	p.serverCancelled(1, json.RawMessage(`{"requestId":"early"}`))
+	p.host.serverCancelled(1, json.RawMessage(`{"requestId":"early"}`))
 	if a := waitAnswer(t, early); a.err == nil {
 		t.Fatalf("a request cancelled before the host was ready was answered %s", a.result)
 	}
 	ch := ask(p, context.Background(), mcpclient.ServerRequest{Session: 1, ID: "0", Method: "sampling/createMessage", Params: json.RawMessage(`{"maxTokens":5}`)})
 	waitPending(t, p, 1)
-	p.markUpReady()
+	p.host.markReady()
 	// The first line the host gets is the second request: the cancelled
 	// one was never written, nor its cancel.
 	req := readLine(t, host)
@@ -102,7 +102,7 @@ func TestServerRequestGoesUpAndTakesTheHostsAnswer(t *testing.T) {
 		t.Fatalf("request to the host: %v", req)
 	}
 	answer := []byte(`{"jsonrpc":"2.0","id":` + string(req["id"]) + `,"result":{"model":"m","role":"assistant","content":{"type":"text","text":"hi"}}}`)
-	if !p.hostAnswered(req["id"], answer) {
+	if !p.host.answered(req["id"], answer) {
 		t.Fatal("the host's answer was not taken")
 	}
 	a := waitAnswer(t, ch)
@@ -110,10 +110,10 @@ func TestServerRequestGoesUpAndTakesTheHostsAnswer(t *testing.T) {
 		t.Fatalf("answer to the server: %s %v", a.result, a.err)
 	}
 	waitPending(t, p, 0)
-	if !p.hostAnswered(req["id"], answer) {
+	if !p.host.answered(req["id"], answer) {
 		t.Error("a late answer to the proxy's id was handed to mcp-go, which would answer it as a request")
 	}
-	if p.hostAnswered(json.RawMessage(`"host-own-1"`), answer) {
+	if p.host.answered(json.RawMessage(`"host-own-1"`), answer) {
 		t.Error("an answer to an id not the proxy's was kept from mcp-go")
 	}
 }
@@ -122,7 +122,7 @@ func TestServerRequestGoesUpAndTakesTheHostsAnswer(t *testing.T) {
 // null result is not an answer.
 func TestServerRequestHostErrors(t *testing.T) {
 	p, host := upstreamProxy(t, mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}})
-	p.markUpReady()
+	p.host.markReady()
 	for _, c := range []struct {
 		answer string
 		code   int
@@ -133,7 +133,7 @@ func TestServerRequestHostErrors(t *testing.T) {
 	} {
 		ch := ask(p, context.Background(), mcpclient.ServerRequest{Session: 1, ID: "3", Method: "elicitation/create"})
 		req := readLine(t, host)
-		p.hostAnswered(req["id"], []byte(`{"jsonrpc":"2.0","id":`+string(req["id"])+`,`+c.answer+`}`))
+		p.host.answered(req["id"], []byte(`{"jsonrpc":"2.0","id":`+string(req["id"])+`,`+c.answer+`}`))
 		a := waitAnswer(t, ch)
 		if a.err == nil || a.err.Code != c.code || string(a.err.Data) != c.data || a.result != nil {
 			t.Errorf("host answer %s reached the server as %s %+v", c.answer, a.result, a.err)
@@ -145,9 +145,9 @@ func waitPending(t *testing.T, p *Proxy, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		p.upMu.Lock()
-		got := len(p.upWait)
-		p.upMu.Unlock()
+		p.host.mu.Lock()
+		got := len(p.host.wait)
+		p.host.mu.Unlock()
 		if got == n {
 			return
 		}
@@ -162,12 +162,12 @@ func waitPending(t *testing.T, p *Proxy, n int) {
 // the wait; a cancel naming another request is not passed up.
 func TestServerCancelGoesUpUnderTheProxysID(t *testing.T) {
 	p, host := upstreamProxy(t, mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}})
-	p.markUpReady()
+	p.host.markReady()
 	ch := ask(p, context.Background(), mcpclient.ServerRequest{Session: 2, ID: "7", Method: "elicitation/create", Params: json.RawMessage(`{}`)})
 	req := readLine(t, host)
-	p.serverCancelled(1, json.RawMessage(`{"requestId":7}`)) // another session's request 7
-	p.serverCancelled(2, json.RawMessage(`{"requestId":8}`)) // not asked
-	p.serverCancelled(2, json.RawMessage(`{"requestId":7,"reason":"timed out"}`))
+	p.host.serverCancelled(1, json.RawMessage(`{"requestId":7}`)) // another session's request 7
+	p.host.serverCancelled(2, json.RawMessage(`{"requestId":8}`)) // not asked
+	p.host.serverCancelled(2, json.RawMessage(`{"requestId":7,"reason":"timed out"}`))
 	cancel := readLine(t, host)
 	var params struct {
 		RequestID json.RawMessage `json:"requestId"`
@@ -188,7 +188,7 @@ func TestServerRequestRefusedOrCancelledWithItsSession(t *testing.T) {
 	p, host := upstreamProxy(t, mcp.ClientCapabilities{Roots: &struct {
 		ListChanged bool `json:"listChanged,omitempty"`
 	}{}})
-	p.markUpReady()
+	p.host.markReady()
 	res, err := p.serverRequest(context.Background(), mcpclient.ServerRequest{Session: 1, ID: "1", Method: "sampling/createMessage"})
 	if err == nil || err.Code != mcp.METHOD_NOT_FOUND {
 		t.Fatalf("sampling from a host that cannot: %s %v", res, err)
@@ -214,8 +214,8 @@ func TestServerRequestRefusedOrCancelledWithItsSession(t *testing.T) {
 // The id is matched as mcp-go writes it, whatever the server's spelling.
 func TestServerCancelBeforeItsRequest(t *testing.T) {
 	p, host := upstreamProxy(t, mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}})
-	p.markUpReady()
-	p.serverCancelled(1, json.RawMessage(`{"requestId":"a<b"}`))
+	p.host.markReady()
+	p.host.serverCancelled(1, json.RawMessage(`{"requestId":"a<b"}`))
 	// mcpclient's ServerRequest.ID for that id, as encoding/json writes it.
 	if a := waitAnswer(t, ask(p, context.Background(), mcpclient.ServerRequest{Session: 1, ID: `"a\u003cb"`, Method: "elicitation/create"})); a.err == nil {
 		t.Fatalf("a request cancelled before it came was answered %s", a.result)
@@ -225,7 +225,7 @@ func TestServerCancelBeforeItsRequest(t *testing.T) {
 	if req := readLine(t, host); string(req["params"]) != `{"n":9}` {
 		t.Fatalf("the host got %v", req)
 	}
-	p.serverCancelled(1, json.RawMessage(`{"requestId":9}`))
+	p.host.serverCancelled(1, json.RawMessage(`{"requestId":9}`))
 	waitAnswer(t, ch)
 }
 
@@ -237,8 +237,8 @@ func TestHostCapabilitiesDeclaredOnceAtInitialize(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	p := New(Options{Server: mcpclient.ServerSpec{Command: "node", Args: []string{everything}}})
-	p.bgCtx = ctx
-	defer p.stopBackground()
+	p.bg.ctx = ctx
+	defer p.bg.Wait()
 	defer p.client.Close()
 	if err := p.client.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -252,7 +252,7 @@ func TestHostCapabilitiesDeclaredOnceAtInitialize(t *testing.T) {
 	if n := p.client.Session(); n != 2 {
 		t.Fatalf("session %d after a ping and two initializes, want 2 (one restart)", n)
 	}
-	if caps := p.hostCaps.Load(); caps == nil || caps.Roots == nil {
+	if caps := p.host.caps.Load(); caps == nil || caps.Roots == nil {
 		t.Fatalf("host capabilities %+v", caps)
 	}
 }

@@ -8,10 +8,11 @@ import (
 // workers run the handlers of the host's requests on a few goroutines that
 // live on between requests, instead of a new goroutine per request. A new
 // goroutine costs its start and, for a tools/call, growing its stack
-// several times on the way down through the guard and the client: both
-// together were about a tenth of the proxy's CPU per read
-// (BenchmarkReadThroughProxy, profiled). A worker waiting for its next
-// request keeps the stack it grew.
+// several times on the way down through the guard and the client; both
+// show in the proxy's CPU profile (BenchmarkInProcessProxyRead). A worker
+// waiting for its next request keeps the stack it grew. When none waits,
+// run falls back to a new goroutine (TestWorkersRunEveryJobAndEnd runs a
+// burst larger than the idle bound).
 type workers struct {
 	jobs chan func() // unbuffered: a send succeeds only if a worker waits
 	quit chan struct{}
