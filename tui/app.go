@@ -168,6 +168,7 @@ type Model struct {
 	messageErr  bool
 	messageWarn bool             // an outcome to act on, not an error
 	messageMark string           // the warning's glyph when not GlyphUnknown
+	messageOnce bool             // a one-shot reason why a key did nothing: gone at the next key or screen
 	queried     map[int64]bool   // calls the operator queried this session (the demo's hints)
 	queryErr    map[int64]string // calls whose last query this session got no answer, and why
 	retrying    map[int64]bool   // calls with a retry in flight from this console
@@ -244,6 +245,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if ws, ok := msg.(tea.WindowSizeMsg); ok {
 		m.setSize(ws.Width, ws.Height)
 		return m, nil
+	}
+	if _, ok := msg.(tea.KeyMsg); ok {
+		m.dropOneShot() // it answered the key before this one
 	}
 	if m.dialog != nil {
 		if cmd, handled := m.updateDialog(msg); handled {
@@ -368,9 +372,9 @@ func (m *Model) lateKey(k tea.KeyMsg) (tea.Cmd, bool) {
 	late := m.sh.late
 	if len(late) == 0 {
 		if m.sh.lateKnown {
-			m.setMessage("no call is waiting for an acknowledgement: none settled late after being reported unknown", true)
+			m.whyNot("no call is waiting for an acknowledgement: none settled late after being reported unknown")
 		} else {
-			m.setMessage("still reading the journal for calls that settled late; try again in a moment", true)
+			m.whyNot("still reading the journal for calls that settled late; try again in a moment")
 		}
 		return nil, true
 	}
@@ -405,7 +409,7 @@ func (m *Model) decisionKey(k tea.KeyMsg) (tea.Cmd, bool) {
 		case key.Matches(k, b.b) && ok:
 			return m.openDecision(b.action, c), true
 		case pressedDisabled(k, b.b) || key.Matches(k, b.b):
-			m.setMessage(disabledReason(b.action, c, ok), true)
+			m.whyNot(disabledReason(b.action, c, ok))
 			return nil, true
 		}
 	}
@@ -562,6 +566,7 @@ func (m *Model) onLateLoaded(msg lateLoadedMsg) tea.Cmd {
 func (m *Model) show(s screenID, tool string) tea.Cmd {
 	m.active = s
 	m.showHelp = false
+	m.dropOneShot()
 	switch s {
 	case screenDetail:
 		c, ok := m.list.selected()
@@ -763,7 +768,22 @@ func (m *Model) reloadAfter(id int64) tea.Cmd {
 }
 
 func (m *Model) setMessage(s string, isErr bool) {
-	m.message, m.messageErr, m.busy, m.messageWarn, m.messageMark = s, isErr, false, false, ""
+	m.message, m.messageErr, m.busy, m.messageWarn, m.messageMark, m.messageOnce = s, isErr, false, false, "", false
+}
+
+// whyNot says in one line why the key just pressed did nothing. It is an
+// answer to that key only: the next key, or another screen, takes it away,
+// so it never reads as news about what is on screen later.
+func (m *Model) whyNot(s string) {
+	m.setMessage(s, true)
+	m.messageOnce = true
+}
+
+// dropOneShot clears a whyNot line; what an action did stays.
+func (m *Model) dropOneShot() {
+	if m.messageOnce {
+		m.setMessage("", false)
+	}
 }
 
 func (m *Model) nextDialogID() int {
