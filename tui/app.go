@@ -275,9 +275,9 @@ func (m *Model) setSize(w, h int) {
 }
 
 // bodyHeight is what is left for the active screen: the window minus the
-// top bar, the two message lines, the help line and the status bar.
+// top bar, the message lines, the help line and the status bar.
 func (m *Model) bodyHeight() int {
-	h := m.h - 5
+	h := m.h - 3 - m.messageLines()
 	if m.recovered > 0 {
 		h--
 	}
@@ -873,8 +873,19 @@ func (m Model) topBar() string {
 	return left + strings.Repeat(" ", gap) + right
 }
 
-// messageLine is two lines: what the last action did (to which call), and
-// in the guided demo the next step; either wraps into both when alone.
+// messageLines is how many lines the message area takes: two, and one
+// more in the guided demo, whose guide line has its own.
+func (m *Model) messageLines() int {
+	if m.sh.opts.Demo {
+		return 3
+	}
+	return 2
+}
+
+// messageLine is the message area: what the last action did (to which
+// call), and in the guided demo the next step under it. Each wraps at
+// spaces into the lines it has (the guide keeps at least one); a cut is
+// marked with "…".
 func (m Model) messageLine() string {
 	st := m.sh.st
 	var msg string
@@ -896,23 +907,37 @@ func (m Model) messageLine() string {
 	if m.sh.opts.Demo {
 		hint = st.Hint.Render("→ " + m.demoHint())
 	}
-	two := func(s string) string {
-		ls := strings.Split(wrap(s, m.w), "\n")
-		if len(ls) > 2 {
-			ls[1] = trunc(ls[1], m.w-1) + "…"
+	n := m.messageLines()
+	lines := func(s string) []string {
+		if s == "" {
+			return nil
 		}
-		if len(ls) < 2 {
-			ls = append(ls, "")
+		return strings.Split(wrap(s, m.w), "\n")
+	}
+	// take keeps k lines of ls, the last one ending in "…" when cut.
+	take := func(ls []string, k int) []string {
+		if k <= 0 {
+			return nil
 		}
-		return ls[0] + "\n" + trunc(ls[1], m.w)
+		if len(ls) > k {
+			ls = slices.Clone(ls[:k])
+			ls[k-1] = trunc(ls[k-1], m.w-1) + "…"
+		}
+		return ls
 	}
-	switch {
-	case msg != "" && hint != "":
-		return trunc(msg, m.w) + "\n" + trunc(hint, m.w)
-	case msg != "":
-		return two(msg)
+	ml, hl := lines(msg), lines(hint)
+	mn := min(len(ml), n)
+	if len(hl) > 0 {
+		mn = min(mn, n-1)
 	}
-	return two(hint)
+	out := append(take(ml, mn), take(hl, n-mn)...)
+	for len(out) < n {
+		out = append(out, "")
+	}
+	for i := range out {
+		out[i] = trunc(out[i], m.w)
+	}
+	return strings.Join(out[:n], "\n")
 }
 
 // statusBar: server name, state and session; journal path; counts.

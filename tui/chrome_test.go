@@ -3,6 +3,9 @@ package tui
 import (
 	"strings"
 	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/exp/golden"
 )
 
 // A reason why a key did nothing answers that key only: the next key, or
@@ -45,4 +48,25 @@ func TestOneShotReasonGoesAtTheNextKeyOrScreen(t *testing.T) {
 			t.Fatalf("an action's outcome went with a key:\n%s", m.View())
 		}
 	})
+}
+
+// In the guided demo a long outcome wraps into the message lines, as it
+// does outside the demo, with the guide line still under it; it is not
+// cut at the window's width.
+func TestGoldenGuidedMessageWraps(t *testing.T) {
+	m := toUnknown(t, demoModel(t, newEnv(t), &demoFake{commit: true}))
+	m = step(t, m, keyMsg("esc")) // decide later
+	m = step(t, m, tea.WindowSizeMsg{Width: 120, Height: 30})
+	m = press(t, m, m.list.keys.Query)
+	m = press(t, m, defaultDialogKeys().Yes)
+	want := "the server has it, so the first attempt took effect. m marks it applied; r resends with the same key (a keyed server replays it)"
+	if len("✓ queried call 1 create_order key …EBTX9G: "+want) <= 120 {
+		t.Fatal("the message fits one line: this test checks nothing")
+	}
+	v := m.View()
+	checkFits(t, v, 120, 30)
+	if g := guide(m); !strings.Contains(g, want) || !strings.Contains(g, "→ find_orders found the order") {
+		t.Fatalf("message lines %q do not hold the whole outcome and the guide:\n%s", g, v)
+	}
+	golden.RequireEqual(t, v)
 }
