@@ -629,7 +629,7 @@ func (m *Model) onQueried(msg queriedMsg) tea.Cmd {
 	case guard.ProposalNotFound:
 		m.setMessage("queried "+who+": the server has no trace of it. r resends it with the same key; x abandons it", false)
 	default:
-		m.setMessage("queried "+who+": evidence stored (see details, enter); "+trunc(clean(resultText(msg.Result.Result)), 60), false)
+		m.setMessage("queried "+who+": evidence stored (see details, enter); "+trunc(clean(resultText(msg.Result.Result, partStructured)), 60), false)
 	}
 	return m.reloadAfter(msg.ID)
 }

@@ -252,7 +252,7 @@ func (f *formScreen) doneView() string {
 	}
 	s := st.State[r.State]
 	out := s.Render(stateGlyph(r.State)+" "+head) + "\n"
-	text := resultText(r.Result)
+	text := resultText(r.Result, partStructured)
 	if text == "" {
 		text = rpcErrorText(r.Error)
 	}

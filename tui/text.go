@@ -158,11 +158,26 @@ func cleanValue(v any) any {
 	return v
 }
 
-// resultText summarises a CallToolResult: its text content, then its
-// structured content as compact JSON, sanitised.
-func resultText(raw json.RawMessage) string {
+// resultPart is which part of a tool's result the console shows: a
+// result often carries the same data twice (structured content, and its
+// JSON again as text for older clients), so one part is shown, never both.
+type resultPart int
+
+const (
+	partStructured resultPart = iota // the structured content; the text when there is none
+	partText                         // the text (and other) content; the structured when there is none
+)
+
+// parsedResult is a CallToolResult's two parts, sanitised.
+type parsedResult struct {
+	text       string // text content, then a mark per non-text content
+	structured string // structured content as one-line JSON, spaced so it wraps
+	raw        string // not a result: the stored JSON as it is
+}
+
+func parseResult(raw json.RawMessage) parsedResult {
 	if len(raw) == 0 {
-		return ""
+		return parsedResult{}
 	}
 	var r struct {
 		Content []struct {
@@ -170,10 +185,9 @@ func resultText(raw json.RawMessage) string {
 			Text string `json:"text"`
 		} `json:"content"`
 		StructuredContent json.RawMessage `json:"structuredContent"`
-		IsError           bool            `json:"isError"`
 	}
 	if json.Unmarshal(raw, &r) != nil {
-		return cleanBlock(string(raw))
+		return parsedResult{raw: cleanBlock(string(raw))}
 	}
 	var parts []string
 	for _, c := range r.Content {
@@ -183,10 +197,55 @@ func resultText(raw json.RawMessage) string {
 			parts = append(parts, "["+clean(c.Type)+" content]")
 		}
 	}
+	p := parsedResult{text: strings.Join(parts, "\n")}
 	if len(r.StructuredContent) > 0 && string(r.StructuredContent) != "null" {
-		parts = append(parts, cleanJSON(r.StructuredContent, ""))
+		p.structured = spacedJSON(cleanJSON(r.StructuredContent, ""))
 	}
-	return strings.Join(parts, "\n")
+	return p
+}
+
+// both: the result has a text part and a structured part to choose from.
+func (p parsedResult) both() bool { return p.text != "" && p.structured != "" }
+
+func (p parsedResult) show(part resultPart) string {
+	switch {
+	case p.raw != "":
+		return p.raw
+	case part == partText && p.text != "", p.structured == "":
+		return p.text
+	}
+	return p.structured
+}
+
+// resultText is one part of a CallToolResult, sanitised: the structured
+// content when there is some, else the text (partStructured), or the
+// other way round (partText).
+func resultText(raw json.RawMessage, part resultPart) string {
+	return parseResult(raw).show(part)
+}
+
+// spacedJSON puts a space after each comma and colon of compact JSON
+// outside its strings, so that a long value wraps between its fields
+// rather than inside one.
+func spacedJSON(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + len(s)/8)
+	inStr, esc := false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		b.WriteByte(c)
+		switch {
+		case esc:
+			esc = false
+		case inStr && c == '\\':
+			esc = true
+		case c == '"':
+			inStr = !inStr
+		case !inStr && (c == ',' || c == ':'):
+			b.WriteByte(' ')
+		}
+	}
+	return b.String()
 }
 
 // rpcErrorText renders a stored JSON-RPC error.
