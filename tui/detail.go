@@ -337,8 +337,9 @@ func indent(s, prefix string) []string {
 	return ls
 }
 
-// stamp is a time as the journal means it: UTC, to the second.
-func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+// stamp is a time as the journal means it: UTC, to the second. Its parts
+// are joined by no-break spaces, so wrap keeps it on one line.
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02\u00a015:04:05\u00a0UTC") }
 
 // clock is a time of day with milliseconds, for the attempt timeline.
 func clock(t time.Time) string { return t.UTC().Format("15:04:05.000") }

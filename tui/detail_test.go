@@ -71,3 +71,45 @@ func TestResultText(t *testing.T) {
 		})
 	}
 }
+
+// wrap breaks at spaces only: a key, a hyphenated word or a stamp (its
+// parts joined by no-break spaces) is never split unless it is wider than
+// the line on its own; then it starts a line and nothing of it is lost.
+func TestWrapKeepsTokensWhole(t *testing.T) {
+	st := stamp(t0)
+	for _, tc := range []struct {
+		name string
+		in   string
+		w    int
+		want []string
+	}{
+		{"fits", "short line", 20, []string{"short line"}},
+		{"at spaces", "aaa bbb ccc ddd", 10, []string{"aaa bbb", "ccc ddd"}},
+		{"key whole", "key 01HF7YAT04JVKA5YR8VQSGZYWH-abc and more", 30,
+			[]string{"key", "01HF7YAT04JVKA5YR8VQSGZYWH-abc", "and more"}},
+		{"hyphens are not breaks", "created 2026-03-14 here", 15, []string{"created", "2026-03-14 here"}},
+		{"stamp whole", "settled late " + st + " (2m ago)", 26, []string{"settled late", st, "(2m ago)"}},
+		{"wider than the line: own lines, all kept", "see 0123456789abcdefghij0123 end", 10,
+			[]string{"see", "0123456789", "abcdefghij", "0123 end"}},
+		{"indentation kept", "    aaa bbb ccc", 11, []string{"    aaa bbb", "ccc"}},
+		{"indentation given up for a whole token", "      0123456789", 10, []string{"0123456789"}},
+		{"spaces at the break dropped", "aaaa     bbbb", 10, []string{"aaaa", "bbbb"}},
+		{"lines kept", "a\n\nb", 10, []string{"a", "", "b"}},
+		{"wide runes", "日本語の文字 テキスト", 12, []string{"日本語の文字", "テキスト"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := strings.Split(wrap(tc.in, tc.w), "\n")
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("wrap(%q, %d) = %q, want %q", tc.in, tc.w, got, tc.want)
+			}
+			for _, l := range got {
+				if lipglossWidth(l) > tc.w {
+					t.Errorf("line %q is wider than %d", l, tc.w)
+				}
+			}
+		})
+	}
+	if strings.Contains(st, " ") {
+		t.Errorf("stamp %q has a breaking space", st)
+	}
+}

@@ -190,7 +190,7 @@ func TestDetailShowsServerIdentityAndLateSettle(t *testing.T) {
 		v += m.View()
 	}
 	for _, want := range []string{"settled late 2026-03-14 09:28:00 UTC, acknowledged 2026-03-14 09:30:00 UTC", "ack by ops", "Decisions (2)"} {
-		if !strings.Contains(v, want) {
+		if !strings.Contains(flat(v), want) {
 			t.Errorf("detail after the ack lacks %q:\n%s", want, v)
 		}
 	}

@@ -263,12 +263,95 @@ func rpcErrorText(raw json.RawMessage) string {
 	return fmt.Sprintf("error %d: %s", e.Code, clean(e.Message))
 }
 
-// wrap breaks text to width cells (words where possible).
+// wrap breaks text to w cells (at least 10) at spaces only, so a token
+// (a key, a JSON field, a stamp, whose parts stamp joins with no-break
+// spaces) stays whole on one line. A token wider than w starts a line of
+// its own and is cut into lines of w: nothing is lost. Indentation at the
+// start of a line is kept; the spaces where a line breaks are dropped.
+// Escape sequences (styles) count no width.
 func wrap(s string, w int) string {
 	if w < 10 {
 		w = 10
 	}
-	return ansi.Wrap(s, w, "")
+	in := strings.Split(s, "\n")
+	out := make([]string, 0, len(in))
+	for _, l := range in {
+		out = append(out, wrapLine(l, w)...)
+	}
+	return strings.Join(out, "\n")
+}
+
+func wrapLine(l string, w int) []string {
+	if ansi.StringWidth(l) <= w {
+		return []string{l}
+	}
+	var out []string
+	var cur strings.Builder
+	curW, words := 0, 0 // width of cur; words in it (else it is empty or indentation)
+	put := func(s string, sw int) { cur.WriteString(s); curW += sw }
+	flush := func() {
+		out = append(out, cur.String())
+		cur.Reset()
+		curW, words = 0, 0
+	}
+	for first := true; len(l) > 0; first = false {
+		// One step: the spaces before a word, then the word.
+		i := 0
+		for i < len(l) && l[i] == ' ' {
+			i++
+		}
+		sp := l[:i]
+		j := strings.IndexByte(l[i:], ' ')
+		if j < 0 {
+			j = len(l) - i
+		}
+		word := l[i : i+j]
+		l = l[i+j:]
+		ww := ansi.StringWidth(word)
+		if words == 0 && !first {
+			sp = "" // a wrapped line starts at its word
+		}
+		if curW+len(sp)+ww <= w {
+			put(sp+word, len(sp)+ww)
+			words++
+			continue
+		}
+		if word == "" { // the spaces where the line breaks
+			continue
+		}
+		if words > 0 {
+			flush()
+			sp = ""
+		}
+		if curW+len(sp)+ww <= w {
+			put(sp+word, len(sp)+ww)
+			words++
+			continue
+		}
+		if ww <= w { // whole, without the indentation it does not fit after
+			cur.Reset()
+			curW = 0
+			put(word, ww)
+			words++
+			continue
+		}
+		// Wider than a line: it fills this one and goes on in lines of w.
+		if curW+len(sp) < w {
+			put(sp, len(sp))
+		}
+		head := ansi.Truncate(word, w-curW, "")
+		put(head, ansi.StringWidth(head))
+		flush()
+		rest := strings.Split(ansi.Hardwrap(ansi.TruncateLeft(word, ansi.StringWidth(head), ""), w, true), "\n")
+		out = append(out, rest[:len(rest)-1]...)
+		last := rest[len(rest)-1]
+		put(last, ansi.StringWidth(last))
+		words = 1
+	}
+	if words > 0 || curW > 0 || len(out) == 0 {
+		flush()
+	}
+	return out
 }
 
 // plural is "1 attempt" / "2 attempts".
