@@ -356,16 +356,36 @@ func (l *listScreen) ShortHelp() []key.Binding {
 		return []key.Binding{l.fkeys.Apply, l.fkeys.Cancel}
 	}
 	k := l.keys
+	if _, ok := l.selected(); !ok {
+		// Nothing to decide on: the decision keys show, dimmed, in one
+		// entry that says what they need, after what can be done now.
+		keys := strings.Join([]string{k.Query.Help().Key, k.Retry.Help().Key, k.Abandon.Help().Key, k.Mark.Help().Key, k.Note.Help().Key}, " ")
+		return []key.Binding{k.NewCall, k.NextTab, k.Late, l.dimmed(k.Query, keys, "need a call")}
+	}
 	return []key.Binding{k.Ack, k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Detail, k.NewCall, k.NextTab, k.Late}
 }
 
 func (l *listScreen) FullHelp() [][]key.Binding {
 	k := l.keys
+	decide := []key.Binding{k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Ack}
+	if _, ok := l.selected(); !ok { // shown dimmed, as they need a call
+		for i, b := range decide[:5] {
+			decide[i] = l.dimmed(b, b.Help().Key, b.Help().Desc)
+		}
+	}
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 		{k.NextTab, k.PrevTab, k.Late, k.Filter, k.Detail, k.NewCall, k.Tools},
-		{k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Ack},
+		decide,
 	}
+}
+
+// dimmed is a disabled binding as help shows it: dimmed, and never hidden
+// (help hides a disabled binding). It is for display only: keys are
+// matched against the real binding, which stays disabled.
+func (l *listScreen) dimmed(b key.Binding, keys, desc string) key.Binding {
+	f := l.sh.st.Faint.Render
+	return key.NewBinding(key.WithKeys(b.Keys()...), key.WithHelp(f(keys), f(desc)))
 }
 
 // View draws tabs, the column header, the visible rows only, and the
