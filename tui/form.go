@@ -27,7 +27,13 @@ type formScreen struct {
 	ta   textarea.Model
 	spin spinner.Model
 
-	problems   []string
+	// check is the validation of the text as it stands, redone after
+	// every edit (never in View): the guide line and the demo's hint
+	// follow it. checked is the text it is of.
+	check    []string
+	checked  string
+	problems []string // what the last ctrl+s refused, nil when none was refused
+
 	run        int // increments per send; results of older runs are ignored here
 	sending    bool
 	started    time.Time
@@ -67,7 +73,25 @@ func (f *formScreen) open(t toolInfo) tea.Cmd {
 	}
 	f.tool, f.problems, f.done, f.progress = t, nil, nil, nil
 	f.ta.SetValue(prefill(t, f.sh.opts.Prefill[t.Tool.Name]))
+	f.revalidate()
 	return f.ta.Focus()
+}
+
+// revalidate checks the text again if it changed since the last check.
+// After a refused send the list of problems follows the edits too.
+func (f *formScreen) revalidate() {
+	v := f.ta.Value()
+	if f.check != nil && v == f.checked {
+		return
+	}
+	_, probs := validate(f.tool, v)
+	f.check, f.checked = probs, v
+	if f.check == nil {
+		f.check = []string{}
+	}
+	if f.problems != nil { // non-nil, empty: refused once, fine now
+		f.problems = append([]string{}, probs...)
+	}
 }
 
 func (f *formScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
@@ -94,6 +118,7 @@ func (f *formScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
 	if f.typing() {
 		var cmd tea.Cmd
 		f.ta, cmd = f.ta.Update(msg)
+		f.revalidate()
 		return f, cmd
 	}
 	return f, nil
@@ -118,27 +143,29 @@ func (f *formScreen) onKey(k tea.KeyMsg) tea.Cmd {
 	case key.Matches(k, f.keys.Reset):
 		f.ta.SetValue(prefill(f.tool, f.sh.opts.Prefill[f.tool.Tool.Name]))
 		f.problems = nil
+		f.revalidate()
 		return nil
 	case key.Matches(k, f.keys.Send):
 		return f.send()
 	}
 	var cmd tea.Cmd
 	f.ta, cmd = f.ta.Update(k)
+	f.revalidate()
 	return cmd
 }
 
-// valid: the arguments as typed fit the tool's schema.
-func (f *formScreen) valid() bool {
-	_, probs := validate(f.tool, f.ta.Value())
-	return len(probs) == 0
-}
+// valid: the arguments as typed fit the tool's schema (as last checked,
+// after the last edit).
+func (f *formScreen) valid() bool { return len(f.check) == 0 }
 
 // send validates, then starts the guarded call. Nothing is sent when the
 // arguments do not fit the schema.
 func (f *formScreen) send() tea.Cmd {
 	args, probs := validate(f.tool, f.ta.Value())
-	f.problems = probs
+	f.check, f.checked = append([]string{}, probs...), f.ta.Value()
+	f.problems = nil
 	if len(probs) > 0 {
+		f.problems = probs
 		return nil
 	}
 	f.run++
@@ -201,9 +228,25 @@ func (f *formScreen) View() string {
 			b.WriteString(st.ErrorLine.Render(trunc("  • "+p, f.w)) + "\n")
 		}
 	default:
-		b.WriteString(st.Faint.Render("ctrl+s checks the arguments against the schema and sends; esc goes back.") + "\n")
+		b.WriteString(f.guideLine() + "\n")
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// guideLine says under the editor whether the arguments, as they stand,
+// fit the schema: "ready" only when they do, else the first problem.
+func (f *formScreen) guideLine() string {
+	st := f.sh.st
+	switch n := len(f.check); {
+	case n == 0 && f.problems != nil:
+		return st.Good.Render(trunc("✓ fixed: the arguments fit the schema now; ctrl+s sends, esc goes back.", f.w))
+	case n == 0:
+		return st.Good.Render(trunc("✓ ready: the arguments fit the schema; ctrl+s sends, esc goes back.", f.w))
+	case n == 1:
+		return st.Warn.Render(trunc("not ready: "+f.check[0]+" (ctrl+s sends nothing until it fits)", f.w))
+	default:
+		return st.Warn.Render(trunc(fmt.Sprintf("not ready: %s, and %d more (ctrl+s lists them; nothing is sent)", f.check[0], n-1), f.w))
+	}
 }
 
 // inFlightView: spinner, elapsed time, and progress when the server sends it.
