@@ -86,7 +86,10 @@ type Options struct {
 	Demo bool
 	// Prefill overrides schema defaults in the new-call editor, per tool.
 	Prefill map[string]map[string]any
-	// WriteTimeout is shown in hints ("in 5s the call becomes unknown").
+	// WriteTimeout is --timeout, as given to the guard
+	// (guard.Options.WriteTimeout): it overrides the policy's idle clock
+	// for every write. 0: each write has the policy's clock for its tool
+	// (shared.writeClock), which the in-flight line and hints show.
 	WriteTimeout time.Duration
 	// Renderer for styles; default lipgloss.DefaultRenderer() (NO_COLOR aware).
 	Renderer *lipgloss.Renderer
@@ -137,6 +140,26 @@ type shared struct {
 	// cancel ends the calls the console started, with a cause the journal
 	// records as their reason (guard.CancelCause).
 	cancel context.CancelCauseFunc
+}
+
+// writeClock is the idle clock the guard runs on a write of tool, as the
+// guard picks it: --timeout (Options.WriteTimeout) when given, else the
+// policy's timeout for the tool, else its [defaults] write_timeout, else
+// guard.DefaultWriteTimeout. No answer and no progress for that long,
+// and the write becomes unknown.
+func (sh *shared) writeClock(tool string) time.Duration {
+	if d := sh.opts.WriteTimeout; d > 0 {
+		return d
+	}
+	if p := sh.opts.Policy; p != nil {
+		if d := p.Tools[tool].Timeout.Duration; d > 0 {
+			return d
+		}
+		if d := p.Defaults.WriteTimeout.Duration; d > 0 {
+			return d
+		}
+	}
+	return guard.DefaultWriteTimeout
 }
 
 func (sh *shared) tool(name string) (toolInfo, bool) {
@@ -1070,7 +1093,7 @@ func (m *Model) openDecision(a pending.Action, c pending.Call) tea.Cmd {
 	who := displayName(tool) + " key " + keyTail(key)
 	busy := map[pending.Action]string{
 		pending.ActionQuery:   "querying " + who + "…",
-		pending.ActionRetry:   fmt.Sprintf("retrying %s as attempt %d… (its write clock is running; the outcome shows here)", who, c.AttemptCount+1),
+		pending.ActionRetry:   fmt.Sprintf("retrying %s as attempt %d… (no answer and no progress for %s → unknown again; the outcome shows here)", who, c.AttemptCount+1, m.sh.writeClock(c.Tool)),
 		pending.ActionAbandon: "abandoning " + who + "…",
 		pending.ActionMark:    "marking " + who + " applied…",
 		pending.ActionNote:    "saving the note on " + who + "…",

@@ -254,8 +254,8 @@ func (f *formScreen) inFlightView() string {
 	st := f.sh.st
 	el := f.now.Sub(f.started)
 	line := f.spin.View() + " " + st.Bold.Render("in flight") + st.Subtle.Render(fmt.Sprintf("  %s  waiting for %s", elapsed(el), f.tool.Name))
-	if to := f.sh.opts.WriteTimeout; to > 0 && f.tool.Kind == pending.KindWrite {
-		line += st.Faint.Render(fmt.Sprintf(" (no answer and no progress for %s → unknown)", to))
+	if f.tool.Kind == pending.KindWrite {
+		line += st.Faint.Render(fmt.Sprintf(" (no answer and no progress for %s → unknown)", f.sh.writeClock(f.tool.Tool.Name)))
 	}
 	out := trunc(line, f.w) + "\n"
 	if p := f.progress; p != nil {

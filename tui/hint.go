@@ -17,7 +17,6 @@ import (
 // read). It never proposes a new write while one is in flight.
 func (m Model) demoHint() string {
 	c := m.sh.counts
-	to := m.sh.opts.WriteTimeout
 	if _, ok := m.dialog.(*quitDialog); ok {
 		return "y quits now and leaves the order unknown (never resent on its own); n keeps waiting for its answer."
 	}
@@ -25,7 +24,7 @@ func (m Model) demoHint() string {
 	case m.quitting:
 		return "Quitting: the write in flight is being recorded as unknown, so the next launch shows it."
 	case m.form.sending && m.form.tool.Kind == pending.KindWrite:
-		return fmt.Sprintf("The server commits the order but never answers: in %s it becomes unknown. Wait for it.", to)
+		return fmt.Sprintf("The server commits the order but never answers: in %s it becomes unknown. Wait for it.", m.sh.writeClock(m.form.tool.Tool.Name))
 	case len(m.retrying) > 0:
 		return "The retry is in flight with the same key: wait for its answer here; nothing else is sent meanwhile."
 	case m.active == screenTools:
