@@ -106,12 +106,23 @@ func homeTilde(path, home string) string {
 }
 
 // screen is one full-window view: the calls list, a call's detail, the
-// tools, the new-call form.
+// tools, the new-call form. What the root needs of a screen it asks
+// through these methods, never by reading the screen's fields.
 type screen interface {
 	Update(tea.Msg) (screen, tea.Cmd)
 	View() string
 	help.KeyMap
 	SetSize(w, h int)
+	// Title names the screen in the top bar.
+	Title() string
+	// Capturing: a text field has the keys, so letters (q, ?) are text;
+	// only ctrl+c stays global.
+	Capturing() bool
+	// Selected is the call the decision keys act on, if any.
+	Selected() (pending.Call, bool)
+	// decisions are the screen's decision keys (s r x m n A); nil: it has
+	// none.
+	decisions() *decisionKeys
 }
 
 type screenID int
@@ -183,9 +194,10 @@ type Model struct {
 	form   *formScreen
 	active screenID
 
-	dialog    dialog
-	dialogSeq int
-	showHelp  bool
+	dialog     dialog
+	dialogSeq  int
+	quitDialog int // the ID of the quit question, when it was asked
+	showHelp   bool
 
 	message     string // what the last action did, to which call
 	messageErr  bool
@@ -292,10 +304,13 @@ func (m *Model) setSize(w, h int) {
 	m.w, m.h = w, h
 	m.help.Width = w
 	bh := m.bodyHeight()
-	for _, s := range []screen{m.list, m.detail, m.tools, m.form} {
+	for _, s := range m.screens() {
 		s.SetSize(w, bh)
 	}
 }
+
+// screens are every screen, the active one or not.
+func (m *Model) screens() []screen { return []screen{m.list, m.detail, m.tools, m.form} }
 
 // bodyHeight is what is left for the active screen: the window minus the
 // top bar, the message lines, the help line and the status bar.
@@ -342,12 +357,14 @@ func (m *Model) updateDialog(msg tea.Msg) (tea.Cmd, bool) {
 		cmd, closed := d.Update(msg)
 		if closed {
 			m.dialog = nil
-			if cmd != nil && busyText(d) != "" {
-				m.setMessage(busyText(d), false)
+		}
+		if closed && cmd != nil { // it started what it confirms
+			if b := d.Busy(); b != "" {
+				m.setMessage(b, false)
 				m.busy = true
 			}
-			if cd, ok := d.(*confirmDialog); ok && cmd != nil && cd.action == pending.ActionRetry {
-				m.retrying[cd.call.ID] = true
+			if a, c := d.Decision(); a == pending.ActionRetry {
+				m.retrying[c.ID] = true
 			}
 		}
 		return cmd, true
@@ -358,12 +375,11 @@ func (m *Model) updateDialog(msg tea.Msg) (tea.Cmd, bool) {
 // globalKey handles ctrl+c, ?, q (not while typing), and the decision keys
 // on the screens that have a selected call.
 func (m *Model) globalKey(k tea.KeyMsg) (tea.Cmd, bool) {
-	typing := m.activeScreen() == screen(m.form) && m.form.typing() || m.active == screenList && m.list.filtering
 	switch {
 	case key.Matches(k, m.keys.ForceQuit):
 		m.sh.cancel(quitCause)
 		return tea.Quit, true
-	case typing:
+	case m.activeScreen().Capturing():
 		return nil, false
 	case key.Matches(k, m.keys.Quit):
 		return m.quit(), true
@@ -379,17 +395,13 @@ func (m *Model) globalKey(k tea.KeyMsg) (tea.Cmd, bool) {
 			return cmd, true
 		}
 	}
-	if m.active == screenList || m.active == screenDetail {
-		return m.decisionKey(k)
-	}
-	return nil, false
+	return m.decisionKey(k)
 }
 
 // lateKey (L) selects the next call that settled late and is not yet
 // acknowledged, in its state's tab, after the selected one if that is one.
 func (m *Model) lateKey(k tea.KeyMsg) (tea.Cmd, bool) {
-	b := m.list.keys.Late
-	if !key.Matches(k, b) && !pressedDisabled(k, b) {
+	if !m.list.pressedLate(k) {
 		return nil, false
 	}
 	late := m.sh.late
@@ -402,7 +414,7 @@ func (m *Model) lateKey(k tea.KeyMsg) (tea.Cmd, bool) {
 		return nil, true
 	}
 	i := 0
-	if c, ok := m.list.selected(); ok {
+	if c, ok := m.list.Selected(); ok {
 		for j := range late {
 			if late[j].ID == c.ID {
 				i = (j + 1) % len(late)
@@ -416,14 +428,16 @@ func (m *Model) lateKey(k tea.KeyMsg) (tea.Cmd, bool) {
 	return m.list.jumpTo(c), true
 }
 
-// decisionKey opens the dialog for s, r, x, m or n on the selected call, or
-// says in one line why that action is not possible.
+// decisionKey opens the dialog for s, r, x, m, n or A on the active
+// screen's selected call, or says in one line why that action is not
+// possible. A screen without decision keys does not handle them.
 func (m *Model) decisionKey(k tea.KeyMsg) (tea.Cmd, bool) {
-	c, ok := m.selected()
-	dk := m.list.keys.decisionKeys
-	if m.active == screenDetail {
-		dk = m.detail.keys.decisionKeys
+	s := m.activeScreen()
+	dk := s.decisions()
+	if dk == nil {
+		return nil, false
 	}
+	c, ok := s.Selected()
 	for _, b := range []struct {
 		b      key.Binding
 		action pending.Action
@@ -439,19 +453,15 @@ func (m *Model) decisionKey(k tea.KeyMsg) (tea.Cmd, bool) {
 	return nil, false
 }
 
-// selected is the call the decision keys act on.
-func (m *Model) selected() (pending.Call, bool) {
-	if m.active == screenDetail {
-		return m.detail.call, m.detail.call.ID != 0
-	}
-	return m.list.selected()
-}
-
-// syncBindings enables the decision keys the selected call allows, so help
-// hides what cannot be done.
+// syncBindings enables, on each screen with decision keys, the ones its
+// selected call allows, so help hides what cannot be done.
 func (m *Model) syncBindings() {
-	c, ok := m.selected()
-	for _, dk := range []*decisionKeys{&m.list.keys.decisionKeys, &m.detail.keys.decisionKeys} {
+	for _, s := range m.screens() {
+		dk := s.decisions()
+		if dk == nil {
+			continue
+		}
+		c, ok := s.Selected()
 		dk.Query.SetEnabled(ok && c.Kind == pending.KindWrite)
 		dk.Retry.SetEnabled(ok && c.State.Allows(pending.EventRetry))
 		dk.Abandon.SetEnabled(ok && c.State.Allows(pending.EventAbandon))
@@ -459,7 +469,7 @@ func (m *Model) syncBindings() {
 		dk.Note.SetEnabled(ok)
 		dk.Ack.SetEnabled(ok && c.HoldsLate())
 	}
-	m.list.keys.Late.SetEnabled(len(m.sh.late) > 0)
+	m.list.syncLate(len(m.sh.late))
 }
 
 // disabledReason is the one line shown when an action's key is pressed on
@@ -548,8 +558,8 @@ func (m *Model) onTick(t tickMsg) tea.Cmd {
 // onJournalChanged reloads what is on screen and waits for the next change.
 func (m *Model) onJournalChanged() tea.Cmd {
 	cmds := []tea.Cmd{m.list.refresh(), watchCmd(m.sh.opts.Watch), m.scanLate()}
-	if m.detail.loaded {
-		cmds = append(cmds, loadCallCmd(m.sh.opts.Journal, m.detail.call.ID))
+	if id := m.detail.loadedID(); id != 0 {
+		cmds = append(cmds, loadCallCmd(m.sh.opts.Journal, id))
 	}
 	return tea.Batch(cmds...)
 }
@@ -592,7 +602,7 @@ func (m *Model) show(s screenID, tool string) tea.Cmd {
 	m.dropOneShot()
 	switch s {
 	case screenDetail:
-		c, ok := m.list.selected()
+		c, ok := m.list.Selected()
 		if !ok {
 			m.active = screenList
 			return nil
@@ -605,7 +615,7 @@ func (m *Model) show(s screenID, tool string) tea.Cmd {
 		if !m.sh.toolsLoaded {
 			cmd = listToolsCmd(m.sh.opts.Engine)
 		}
-		m.tools.pickForCall = tool == "call"
+		m.tools.open(tool == "call")
 		return cmd
 	case screenForm:
 		t, ok := m.sh.tool(tool)
@@ -784,7 +794,7 @@ func (m *Model) onCallDone(msg callDoneMsg) tea.Cmd {
 // the detail of a call.
 func (m *Model) reloadAfter(id int64) tea.Cmd {
 	cmds := []tea.Cmd{m.list.refresh(), m.scanLate()}
-	if m.detail.loaded && m.detail.call.ID == id {
+	if m.detail.loadedID() == id {
 		cmds = append(cmds, loadCallCmd(m.sh.opts.Journal, id))
 	}
 	return tea.Batch(cmds...)
@@ -831,7 +841,7 @@ func (m Model) ShortHelp() []key.Binding {
 	} else {
 		b = m.activeScreen().ShortHelp()
 	}
-	if m.dialog != nil || m.active == screenForm && m.form.typing() || m.list.filtering {
+	if m.dialog != nil || m.activeScreen().Capturing() {
 		return append(b, m.keys.ForceQuit) // q is a letter here
 	}
 	return append(b, m.keys.Help, m.keys.Quit)
@@ -880,11 +890,7 @@ func (m Model) View() string {
 func (m Model) topBar() string {
 	st := m.sh.st
 	title := st.Title.Render("mcp-confirm")
-	where := map[screenID]string{screenList: "calls", screenDetail: "call detail", screenTools: "tools", screenForm: "new call"}[m.active]
-	if m.active == screenTools && m.tools.pickForCall {
-		where = "new call: pick a tool"
-	}
-	left := title + st.Faint.Render(" · ") + st.Bold.Render(where)
+	left := title + st.Faint.Render(" · ") + st.Bold.Render(m.activeScreen().Title())
 	right := ""
 	if m.sh.opts.Demo {
 		right = st.Badge.Demo.Render(" guided demo ") + " "
@@ -1075,47 +1081,32 @@ func (m *Model) openDecision(a pending.Action, c pending.Call) tea.Cmd {
 	id, tool, key := c.ID, c.Tool, c.Key
 	did := m.nextDialogID()
 	m.message = ""
-	var d dialog
 	switch a {
 	case pending.ActionQuery:
-		d = newQueryDialog(m.sh, did, c, func(o guard.QueryOptions) tea.Cmd { return queryCmd(ctx, e, id, tool, key, o) })
+		m.dialog = newQueryDialog(m.sh, did, c, func(o guard.QueryOptions) tea.Cmd { return queryCmd(ctx, e, id, tool, key, o) })
 	case pending.ActionRetry:
-		d = newRetryDialog(m.sh, did, c, func(note string) tea.Cmd { return retryCmd(ctx, e, id, tool, key, note) })
+		m.dialog = newRetryDialog(m.sh, did, c, func(note string) tea.Cmd { return retryCmd(ctx, e, id, tool, key, note) })
 	case pending.ActionAbandon:
-		d = newAbandonDialog(m.sh, did, c, func(note string) tea.Cmd { return decideCmd(ctx, e, a, id, tool, key, note) })
+		m.dialog = newAbandonDialog(m.sh, did, c, func(note string) tea.Cmd { return decideCmd(ctx, e, a, id, tool, key, note) })
 	case pending.ActionMark:
-		d = newMarkDialog(m.sh, did, c, func(note string) tea.Cmd { return decideCmd(ctx, e, a, id, tool, key, note) })
+		m.dialog = newMarkDialog(m.sh, did, c, func(note string) tea.Cmd { return decideCmd(ctx, e, a, id, tool, key, note) })
 	case pending.ActionNote:
-		d = newNoteDialog(m.sh, did, c, func(note string) tea.Cmd { return decideCmd(ctx, e, a, id, tool, key, note) })
+		m.dialog = newNoteDialog(m.sh, did, c, func(note string) tea.Cmd { return decideCmd(ctx, e, a, id, tool, key, note) })
 	case pending.ActionAck:
-		d = newAckDialog(m.sh, did, c, func(note string) tea.Cmd { return decideCmd(ctx, e, a, id, tool, key, note) })
+		m.dialog = newAckDialog(m.sh, did, c, func(note string) tea.Cmd { return decideCmd(ctx, e, a, id, tool, key, note) })
 	}
-	who := displayName(tool) + " key " + keyTail(key)
-	busy := map[pending.Action]string{
+	return nil
+}
+
+// decisionBusy is the status line while a decision on c runs.
+func decisionBusy(sh *shared, a pending.Action, c pending.Call) string {
+	who := displayName(c.Tool) + " key " + keyTail(c.Key)
+	return map[pending.Action]string{
 		pending.ActionQuery:   "querying " + who + "…",
-		pending.ActionRetry:   fmt.Sprintf("retrying %s as attempt %d… (no answer and no progress for %s → unknown again; the outcome shows here)", who, c.AttemptCount+1, m.sh.writeClock(c.Tool)),
+		pending.ActionRetry:   fmt.Sprintf("retrying %s as attempt %d… (no answer and no progress for %s → unknown again; the outcome shows here)", who, c.AttemptCount+1, sh.writeClock(c.Tool)),
 		pending.ActionAbandon: "abandoning " + who + "…",
 		pending.ActionMark:    "marking " + who + " applied…",
 		pending.ActionNote:    "saving the note on " + who + "…",
 		pending.ActionAck:     "acknowledging the late settle of " + who + "…",
 	}[a]
-	switch d := d.(type) {
-	case *confirmDialog:
-		d.busy, d.action, d.call = busy, a, c
-	case *queryPickDialog:
-		d.busy = busy
-	}
-	m.dialog = d
-	return nil
-}
-
-// busyText is the line shown while a decision runs.
-func busyText(d dialog) string {
-	switch d := d.(type) {
-	case *confirmDialog:
-		return d.busy
-	case *queryPickDialog:
-		return d.busy
-	}
-	return ""
 }

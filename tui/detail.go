@@ -41,6 +41,22 @@ func (d *detailScreen) SetSize(w, h int) {
 	d.refresh()
 }
 
+func (d *detailScreen) Title() string   { return "call detail" }
+func (d *detailScreen) Capturing() bool { return false }
+
+// Selected is the call shown: the decision keys act on it.
+func (d *detailScreen) Selected() (pending.Call, bool) { return d.call, d.call.ID != 0 }
+func (d *detailScreen) decisions() *decisionKeys       { return &d.keys.decisionKeys }
+
+// loadedID is the call whose full record the screen holds (and reloads
+// when the journal changes), 0 before the first one is read.
+func (d *detailScreen) loadedID() int64 {
+	if !d.loaded {
+		return 0
+	}
+	return d.call.ID
+}
+
 // open shows a list row at once; the full call follows (callLoadedMsg).
 func (d *detailScreen) open(c pending.Call) {
 	d.call, d.loaded, d.err = c, false, nil

@@ -63,8 +63,18 @@ func (f *formScreen) SetSize(w, h int) {
 	f.ta.SetHeight(max(3, h-10))
 }
 
-// typing: the editor has the keys (q is a letter, not quit).
-func (f *formScreen) typing() bool { return !f.sending && f.done == nil }
+func (f *formScreen) Title() string { return "new call" }
+
+// Capturing: the editor has the keys (q is a letter, not quit).
+func (f *formScreen) Capturing() bool { return !f.sending && f.done == nil }
+
+// Selected: the form has no call to decide on (its outcome shows in the
+// list).
+func (f *formScreen) Selected() (pending.Call, bool) { return pending.Call{}, false }
+func (f *formScreen) decisions() *decisionKeys       { return nil }
+
+// inFlight is the tool of the call being sent, if one is.
+func (f *formScreen) inFlight() (toolInfo, bool) { return f.tool, f.sending }
 
 // open starts editing a call of t.
 func (f *formScreen) open(t toolInfo) tea.Cmd {
@@ -115,7 +125,7 @@ func (f *formScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
 	case tea.KeyMsg:
 		return f, f.onKey(msg)
 	}
-	if f.typing() {
+	if f.Capturing() {
 		var cmd tea.Cmd
 		f.ta, cmd = f.ta.Update(msg)
 		f.revalidate()

@@ -233,7 +233,7 @@ func TestQuitMidFlightAsksAndRecordsWhy(t *testing.T) {
 	// committed, and the automatic query (run as it became unknown) found
 	// no order.
 	m := demoModel(t, e, d)
-	if got, ok := m.list.selected(); !ok || got.ID != c.ID {
+	if got, ok := m.list.Selected(); !ok || got.ID != c.ID {
 		t.Fatalf("relaunch: call %d not selected:\n%s", c.ID, m.View())
 	}
 	wantGuide(t, m, "find_orders found no order under its key. Press r then y", "Press c", "found the order")

@@ -169,7 +169,7 @@ func (l *listScreen) onWindow(msg windowLoadedMsg) tea.Cmd {
 	}
 	l.err = nil
 	var selID, topID int64
-	if c, ok := l.selected(); ok && msg.Gen != l.minGen { // a new tab or jump starts where it loads
+	if c, ok := l.Selected(); ok && msg.Gen != l.minGen { // a new tab or jump starts where it loads
 		selID, topID = c.ID, l.rows[l.top].ID
 	}
 	if msg.SelectID != 0 {
@@ -230,7 +230,26 @@ func (l *listScreen) total() int {
 	return l.cnt[st]
 }
 
-func (l *listScreen) selected() (pending.Call, bool) {
+func (l *listScreen) Title() string { return "calls" }
+
+// Capturing: the tool filter has the keys.
+func (l *listScreen) Capturing() bool          { return l.filtering }
+func (l *listScreen) decisions() *decisionKeys { return &l.keys.decisionKeys }
+
+// pressedLate: k is L, enabled or not (the root answers it, with a
+// reason when no call settled late).
+func (l *listScreen) pressedLate(k tea.KeyMsg) bool {
+	return key.Matches(k, l.keys.Late) || pressedDisabled(k, l.keys.Late)
+}
+
+// syncLate enables L while n calls wait for an acknowledgement.
+func (l *listScreen) syncLate(n int) { l.keys.Late.SetEnabled(n > 0) }
+
+// empty: no call is held (the tab has none, or none is read yet).
+func (l *listScreen) empty() bool { return len(l.rows) == 0 }
+
+// Selected is the call under the cursor: the decision keys act on it.
+func (l *listScreen) Selected() (pending.Call, bool) {
 	if l.cur < 0 || l.cur >= len(l.rows) {
 		return pending.Call{}, false
 	}
@@ -318,7 +337,7 @@ func (l *listScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
 		l.clampView()
 		return l, l.filter.Focus()
 	case key.Matches(k, l.keys.Detail):
-		if _, ok := l.selected(); ok {
+		if _, ok := l.Selected(); ok {
 			return l, showScreen(screenDetail, "")
 		}
 	case key.Matches(k, l.keys.NewCall):
@@ -356,7 +375,7 @@ func (l *listScreen) ShortHelp() []key.Binding {
 		return []key.Binding{l.fkeys.Apply, l.fkeys.Cancel}
 	}
 	k := l.keys
-	if _, ok := l.selected(); !ok {
+	if _, ok := l.Selected(); !ok {
 		// Nothing to decide on: the decision keys show, dimmed, in one
 		// entry that says what they need, after what can be done now.
 		keys := strings.Join([]string{k.Query.Help().Key, k.Retry.Help().Key, k.Abandon.Help().Key, k.Mark.Help().Key, k.Note.Help().Key}, " ")
@@ -368,7 +387,7 @@ func (l *listScreen) ShortHelp() []key.Binding {
 func (l *listScreen) FullHelp() [][]key.Binding {
 	k := l.keys
 	decide := []key.Binding{k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Ack}
-	if _, ok := l.selected(); !ok { // shown dimmed, as they need a call
+	if _, ok := l.Selected(); !ok { // shown dimmed, as they need a call
 		for i, b := range decide[:5] {
 			decide[i] = l.dimmed(b, b.Help().Key, b.Help().Desc)
 		}
@@ -600,7 +619,7 @@ func (l *listScreen) rowView(c pending.Call, sel bool, cols columns) string {
 // decision needs, without leaving the list.
 func (l *listScreen) previewView() string {
 	st := l.sh.st
-	c, ok := l.selected()
+	c, ok := l.Selected()
 	rule := func(title string) string {
 		t := GlyphRule + " " + title + " "
 		return st.Faint.Render(t + strings.Repeat(GlyphRule, max(0, l.w-ansi.StringWidth(t))))

@@ -26,6 +26,20 @@ func newToolsScreen(sh *shared) *toolsScreen {
 	return &toolsScreen{sh: sh, keys: defaultToolsKeys()}
 }
 
+func (t *toolsScreen) Title() string {
+	if t.pickForCall {
+		return "new call: pick a tool"
+	}
+	return "tools"
+}
+
+func (t *toolsScreen) Capturing() bool                { return false }
+func (t *toolsScreen) Selected() (pending.Call, bool) { return pending.Call{}, false }
+func (t *toolsScreen) decisions() *decisionKeys       { return nil }
+
+// open shows the tools; pick: to choose one for a new call (c).
+func (t *toolsScreen) open(pick bool) { t.pickForCall = pick }
+
 func (t *toolsScreen) SetSize(w, h int) {
 	t.w, t.h = w, h
 	t.clamp()
