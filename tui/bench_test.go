@@ -108,7 +108,7 @@ func BenchmarkScroll(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				if m.list.atEnd && m.list.cur == len(m.list.rows)-1 {
+				if m.list.atEnd && m.list.sc.cur == len(m.list.rows)-1 {
 					m = press(b, m, top) // wrap around (only a small journal gets here)
 				}
 				m = press(b, m, down)

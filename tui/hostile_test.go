@@ -64,7 +64,7 @@ func TestHostileServerIsShownInert(t *testing.T) {
 	m = press(t, m, m.list.keys.Tools)
 	v := m.View()
 	assertInert(t, "tools screen", v)
-	for m.sh.tools[m.tools.cur].Tool.Name != "write_evil" {
+	for m.sh.tools[m.tools.sc.cur].Tool.Name != "write_evil" {
 		m = press(t, m, m.tools.keys.Down)
 	}
 	v = m.View()

@@ -48,8 +48,7 @@ type listScreen struct {
 	fkeys     filterKeys
 
 	rows    []pending.Call // the window, in list order
-	top     int            // first visible row in rows
-	cur     int            // selected row in rows
+	sc      scroller       // the selected and first visible rows, in rows
 	atStart bool           // nothing before rows[0]
 	atEnd   bool           // nothing after the last row
 	pos     int            // the selection's index in the whole list (estimated after jumps)
@@ -129,7 +128,7 @@ func (l *listScreen) refresh() tea.Cmd {
 	if len(l.rows) == 0 {
 		return l.load(anchorStart, pending.Call{}, 0)
 	}
-	return l.load(anchorAt, l.rows[l.top], 0)
+	return l.load(anchorAt, l.rows[l.sc.top], 0)
 }
 
 // showCall switches to a state's tab and selects a call in it.
@@ -170,7 +169,7 @@ func (l *listScreen) onWindow(msg windowLoadedMsg) tea.Cmd {
 	l.err = nil
 	var selID, topID int64
 	if c, ok := l.Selected(); ok && msg.Gen != l.minGen { // a new tab or jump starts where it loads
-		selID, topID = c.ID, l.rows[l.top].ID
+		selID, topID = c.ID, l.rows[l.sc.top].ID
 	}
 	if msg.SelectID != 0 {
 		selID = msg.SelectID
@@ -179,25 +178,25 @@ func (l *listScreen) onWindow(msg windowLoadedMsg) tea.Cmd {
 	l.loaded = true
 	l.cnt = msg.Counts
 	l.rows, l.atStart, l.atEnd = msg.Calls, msg.AtStart, msg.AtEnd
-	l.top = min(msg.Anchor, max(0, len(l.rows)-1))
-	l.cur = l.top
+	l.sc.top = min(msg.Anchor, max(0, len(l.rows)-1))
+	l.sc.cur = l.sc.top
 	if i := l.indexOf(topID); i >= 0 {
-		l.top = i
+		l.sc.top = i
 	}
 	if i := l.indexOf(selID); i >= 0 {
-		l.cur = i
+		l.sc.cur = i
 	} else if !first && selID != 0 {
-		l.cur = min(l.top, max(0, len(l.rows)-1))
+		l.sc.cur = min(l.sc.top, max(0, len(l.rows)-1))
 	}
 	if msg.End && len(l.rows) > 0 {
-		l.cur = len(l.rows) - 1
-		l.top = max(0, len(l.rows)-l.page())
+		l.sc.cur = len(l.rows) - 1
+		l.sc.top = max(0, len(l.rows)-l.page())
 	}
-	if msg.AtStart && l.cur < len(l.rows) {
-		l.pos = l.cur
+	if msg.AtStart && l.sc.cur < len(l.rows) {
+		l.pos = l.sc.cur
 	}
 	if msg.AtEnd && len(l.rows) > 0 {
-		l.pos = l.total() - (len(l.rows) - l.cur)
+		l.pos = l.total() - (len(l.rows) - l.sc.cur)
 	}
 	l.clampView()
 	return nil
@@ -250,28 +249,14 @@ func (l *listScreen) empty() bool { return len(l.rows) == 0 }
 
 // Selected is the call under the cursor: the decision keys act on it.
 func (l *listScreen) Selected() (pending.Call, bool) {
-	if l.cur < 0 || l.cur >= len(l.rows) {
+	if l.sc.cur < 0 || l.sc.cur >= len(l.rows) {
 		return pending.Call{}, false
 	}
-	return l.rows[l.cur], true
+	return l.rows[l.sc.cur], true
 }
 
 // clampView keeps the selection on screen.
-func (l *listScreen) clampView() {
-	if len(l.rows) == 0 {
-		l.top, l.cur = 0, 0
-		return
-	}
-	l.cur = max(0, min(l.cur, len(l.rows)-1))
-	p := l.page()
-	if l.cur < l.top {
-		l.top = l.cur
-	}
-	if l.cur >= l.top+p {
-		l.top = l.cur - p + 1
-	}
-	l.top = max(0, min(l.top, len(l.rows)-1))
-}
+func (l *listScreen) clampView() { l.sc.clamp(len(l.rows), l.page()) }
 
 // move changes the selection by d rows, fetching the next window when the
 // selection nears an edge of the one held.
@@ -279,19 +264,13 @@ func (l *listScreen) move(d int) tea.Cmd {
 	if len(l.rows) == 0 {
 		return nil
 	}
-	to := max(0, min(l.cur+d, len(l.rows)-1))
-	l.pos += to - l.cur
-	l.cur = to
-	if d > 1 || d < -1 {
-		l.top += d
-	}
-	l.clampView()
 	p := l.page()
+	l.pos += l.sc.move(d, len(l.rows), p)
 	if l.loading {
 		return nil
 	}
-	if (!l.atEnd && len(l.rows)-1-l.cur < p) || (!l.atStart && l.cur < p) {
-		return l.load(anchorAt, l.rows[l.top], 0)
+	if (!l.atEnd && len(l.rows)-1-l.sc.cur < p) || (!l.atStart && l.sc.cur < p) {
+		return l.load(anchorAt, l.rows[l.sc.top], 0)
 	}
 	return nil
 }
@@ -432,23 +411,23 @@ func (l *listScreen) View() string {
 	case len(l.rows) == 0:
 		b.WriteString(l.emptyView(p))
 	default:
-		end := min(len(l.rows), l.top+p)
+		start, end := l.sc.window(len(l.rows), p)
 		if l.rowCache == nil || len(l.rowCache) > 4*p {
 			l.rowCache = make(map[int64]cachedRow, 2*p)
 		}
-		for i := l.top; i < end; i++ {
+		for i := start; i < end; i++ {
 			c := l.rows[i]
-			k := fmt.Sprintf("%d|%s|%t|%d|%d|%s|%t|%d|%s|%t", c.UpdatedAt.UnixNano(), c.State, i == l.cur, l.w, l.tab,
+			k := fmt.Sprintf("%d|%s|%t|%d|%d|%s|%t|%d|%s|%t", c.UpdatedAt.UnixNano(), c.State, i == l.sc.cur, l.w, l.tab,
 				age(l.sh.now.Sub(c.CreatedAt)), c.Conflict, c.AttemptCount, c.Reason, c.HoldsLate())
 			r, ok := l.rowCache[c.ID]
 			if !ok || r.key != k {
-				r = cachedRow{key: k, out: l.rowView(c, i == l.cur, cols)}
+				r = cachedRow{key: k, out: l.rowView(c, i == l.sc.cur, cols)}
 				l.rowCache[c.ID] = r
 			}
 			b.WriteString(r.out)
 			b.WriteByte('\n')
 		}
-		b.WriteString(strings.Repeat("\n", p-(end-l.top)))
+		b.WriteString(strings.Repeat("\n", p-(end-start)))
 	}
 	if l.h >= 16 {
 		b.WriteString(l.previewView())
