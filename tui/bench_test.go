@@ -108,7 +108,7 @@ func BenchmarkScroll(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				if m.list.atEnd && m.list.cur == len(m.list.rows)-1 {
+				if m.list.atEnd && m.list.sc.cur == len(m.list.rows)-1 {
 					m = press(b, m, top) // wrap around (only a small journal gets here)
 				}
 				m = press(b, m, down)
@@ -167,7 +167,7 @@ func TestListIsVirtualised(t *testing.T) {
 	p := m.list.page()
 	var prev int64
 	for i := range 1000 {
-		c, _ := m.list.selected()
+		c, _ := m.list.Selected()
 		if c.ID <= prev {
 			t.Fatalf("step %d: call %d after %d: not in order", i, c.ID, prev)
 		}
@@ -177,28 +177,28 @@ func TestListIsVirtualised(t *testing.T) {
 		}
 		m = press(t, m, m.list.keys.Down)
 	}
-	if c, _ := m.list.selected(); c.ID != 1001 || m.list.pos != 1000 {
+	if c, _ := m.list.Selected(); c.ID != 1001 || m.list.pos != 1000 {
 		t.Fatalf("after 1000 downs: call %d at position %d", c.ID, m.list.pos)
 	}
 	if !strings.Contains(m.View(), "1001/10000") {
 		t.Fatalf("no position in the header:\n%s", m.View())
 	}
 	m = press(t, m, m.list.keys.Bottom)
-	if c, _ := m.list.selected(); c.ID != 10_000 || !strings.Contains(m.View(), "10000/10000") {
+	if c, _ := m.list.Selected(); c.ID != 10_000 || !strings.Contains(m.View(), "10000/10000") {
 		t.Fatalf("G: call %d\n%s", c.ID, m.View())
 	}
 	m = press(t, m, m.list.keys.Up)
-	if c, _ := m.list.selected(); c.ID != 9_999 {
+	if c, _ := m.list.Selected(); c.ID != 9_999 {
 		t.Fatalf("up from the end: call %d", c.ID)
 	}
 	for range 40 {
 		m = press(t, m, m.list.keys.PageUp)
 	}
-	if c, _ := m.list.selected(); c.ID != int64(9_999-40*p) {
+	if c, _ := m.list.Selected(); c.ID != int64(9_999-40*p) {
 		t.Fatalf("40 pages up: call %d, want %d", c.ID, 9_999-40*p)
 	}
 	m = press(t, m, m.list.keys.Top)
-	if c, _ := m.list.selected(); c.ID != 1 || m.list.pos != 0 {
+	if c, _ := m.list.Selected(); c.ID != 1 || m.list.pos != 0 {
 		t.Fatalf("g: call %d at %d", c.ID, m.list.pos)
 	}
 }

@@ -20,7 +20,7 @@ import (
 func selectTool(t *testing.T, m Model, tool string) Model {
 	t.Helper()
 	for range 20 {
-		if c, ok := m.list.selected(); ok && c.Tool == tool {
+		if c, ok := m.list.Selected(); ok && c.Tool == tool {
 			return m
 		}
 		m = press(t, m, m.list.keys.Down)
@@ -46,7 +46,7 @@ func TestListStartsOnUnknownOldestFirst(t *testing.T) {
 	if want := "create_order send_email create_order"; strings.Join(tools, " ") != want {
 		t.Fatalf("rows = %v, want oldest first: %s", tools, want)
 	}
-	c, _ := m.list.selected()
+	c, _ := m.list.Selected()
 	if c.Args == nil || !strings.Contains(string(c.Args), "alice") {
 		t.Fatalf("selected %v, want the oldest (alice's widget)", c)
 	}
@@ -62,7 +62,7 @@ func TestRetryWithKeyArgProceedsOnYAndSendsTheSameKeyOnce(t *testing.T) {
 	e := newEnv(t)
 	e.seed()
 	m := e.model(80, 24)
-	c, _ := m.list.selected()
+	c, _ := m.list.Selected()
 	before := len(e.srv.sends("create_order"))
 
 	nm, cmd := m.Update(keyMsg(m.list.keys.Retry.Keys()[0]))
@@ -116,7 +116,7 @@ func TestRetryDialogSafeAnswers(t *testing.T) {
 			e := newEnv(t)
 			e.seed()
 			m := e.model(80, 24)
-			c, _ := m.list.selected()
+			c, _ := m.list.Selected()
 			before := len(e.srv.sends("create_order"))
 			m = press(t, m, m.list.keys.Retry)
 			for _, k := range tc.keys {
@@ -137,7 +137,7 @@ func TestRetryDialogSafeAnswers(t *testing.T) {
 		e := newEnv(t)
 		e.seed()
 		m := e.model(80, 24)
-		c, _ := m.list.selected()
+		c, _ := m.list.Selected()
 		m = press(t, m, m.list.keys.Retry)
 		m = step(t, m, keyMsg(dk.Toggle.Keys()[0]))
 		m = step(t, m, keyMsg("enter"))
@@ -152,7 +152,7 @@ func TestRetryWithoutKeyArgNeedsTypedRetry(t *testing.T) {
 	e.seed()
 	m := e.model(80, 24)
 	m = selectTool(t, m, "send_email")
-	c, _ := m.list.selected()
+	c, _ := m.list.Selected()
 	m = press(t, m, m.list.keys.Retry)
 	v := flat(m.View())
 	for _, want := range []string{"send_email declares no key argument", "may do it twice", "type retry"} {
@@ -181,7 +181,7 @@ func TestQueryRunsTheConfiguredReadAndStoresEvidence(t *testing.T) {
 	e := newEnv(t)
 	e.seed()
 	m := e.model(80, 24)
-	c, _ := m.list.selected()
+	c, _ := m.list.Selected()
 	m = press(t, m, m.list.keys.Query)
 	v := flat(m.View())
 	if !strings.Contains(v, `Run find_orders {"idempotency_key":"`+c.Key+`"}`) || !strings.Contains(v, "nothing is resent") {
@@ -214,7 +214,7 @@ func TestQueryWithoutPolicyPicksAReadTool(t *testing.T) {
 	m = step(t, m, tea.WindowSizeMsg{Width: 80, Height: 24})
 	m = settle(t, m, m.Init())
 	m = selectTool(t, m, "send_email")
-	c, _ := m.list.selected()
+	c, _ := m.list.Selected()
 	m = press(t, m, m.list.keys.Query)
 	if v := m.View(); !strings.Contains(v, "find_orders") || !strings.Contains(v, "with which read tool") {
 		t.Fatalf("pick dialog:\n%s", v)
@@ -230,7 +230,7 @@ func TestAbandonTakesANoteAndNeedsY(t *testing.T) {
 	e := newEnv(t)
 	e.seed()
 	m := e.model(80, 24)
-	c, _ := m.list.selected()
+	c, _ := m.list.Selected()
 	m = press(t, m, m.list.keys.Abandon)
 	m = typeText(t, m, "customer cancelled by phone") // y and n here are letters
 	if m.dialog == nil {
@@ -255,7 +255,7 @@ func TestAbandonEscapeCancels(t *testing.T) {
 	e := newEnv(t)
 	e.seed()
 	m := e.model(80, 24)
-	c, _ := m.list.selected()
+	c, _ := m.list.Selected()
 	m = press(t, m, m.list.keys.Abandon)
 	m = typeText(t, m, "nah")
 	m = step(t, m, keyMsg("esc"))
@@ -268,7 +268,7 @@ func TestMarkAppliedWithoutNote(t *testing.T) {
 	e := newEnv(t)
 	e.seed()
 	m := e.model(80, 24)
-	c, _ := m.list.selected()
+	c, _ := m.list.Selected()
 	m = press(t, m, m.list.keys.Mark)
 	if !strings.Contains(m.View(), "applied: the query found it") {
 		t.Errorf("mark dialog does not show the query's proposal:\n%s", m.View())
@@ -293,7 +293,7 @@ func TestNoteChangesNothingButTheLog(t *testing.T) {
 	e := newEnv(t)
 	e.seed()
 	m := e.model(80, 24)
-	c, _ := m.list.selected()
+	c, _ := m.list.Selected()
 	m = press(t, m, m.list.keys.Note)
 	m = step(t, m, keyMsg("enter")) // empty: refused
 	if m.dialog == nil {
@@ -315,7 +315,7 @@ func TestDisabledActionSaysWhy(t *testing.T) {
 	for tabs[m.list.tab].State != pending.StateSucceeded {
 		m = press(t, m, m.list.keys.NextTab)
 	}
-	c, ok := m.list.selected()
+	c, ok := m.list.Selected()
 	if !ok || c.State != pending.StateSucceeded {
 		t.Fatalf("no succeeded call selected: %v", c)
 	}
@@ -339,7 +339,7 @@ func TestDetailShowsTheWholeHistory(t *testing.T) {
 	e := newEnv(t)
 	e.seed()
 	m := e.model(100, 40)
-	c, _ := m.list.selected()
+	c, _ := m.list.Selected()
 	m = press(t, m, m.list.keys.Detail)
 	if m.active != screenDetail || !m.detail.loaded {
 		t.Fatal("enter did not open the loaded detail")

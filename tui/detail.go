@@ -25,6 +25,7 @@ type detailScreen struct {
 	call   pending.Call
 	loaded bool // call has attempts and decisions
 	err    error
+	part   resultPart // which part of each result is shown (v switches)
 	w, h   int
 }
 
@@ -40,6 +41,22 @@ func (d *detailScreen) SetSize(w, h int) {
 	d.refresh()
 }
 
+func (d *detailScreen) Title() string   { return "call detail" }
+func (d *detailScreen) Capturing() bool { return false }
+
+// Selected is the call shown: the decision keys act on it.
+func (d *detailScreen) Selected() (pending.Call, bool) { return d.call, d.call.ID != 0 }
+func (d *detailScreen) decisions() *decisionKeys       { return &d.keys.decisionKeys }
+
+// loadedID is the call whose full record the screen holds (and reloads
+// when the journal changes), 0 before the first one is read.
+func (d *detailScreen) loadedID() int64 {
+	if !d.loaded {
+		return 0
+	}
+	return d.call.ID
+}
+
 // open shows a list row at once; the full call follows (callLoadedMsg).
 func (d *detailScreen) open(c pending.Call) {
 	d.call, d.loaded, d.err = c, false, nil
@@ -52,7 +69,29 @@ func (d *detailScreen) refresh() {
 	if d.call.ID == 0 {
 		return
 	}
+	d.keys.Result.SetEnabled(d.hasBothParts())
+	if d.part == partText {
+		d.keys.Result.SetHelp("v", "results as structured")
+	} else {
+		d.keys.Result.SetHelp("v", "results as text")
+	}
 	d.vp.SetContent(d.content())
+}
+
+// hasBothParts: some result on screen has a structured and a text part,
+// so v has something to switch.
+func (d *detailScreen) hasBothParts() bool {
+	for _, a := range d.call.Attempts {
+		if parseResult(a.Result).both() {
+			return true
+		}
+	}
+	for _, dc := range d.call.Decisions {
+		if _, r, _ := queryEvidence(dc.Evidence); parseResult(r).both() {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *detailScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
@@ -80,6 +119,9 @@ func (d *detailScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
 			d.vp.PageDown()
 		case key.Matches(msg, d.keys.PageUp):
 			d.vp.PageUp()
+		case key.Matches(msg, d.keys.Result):
+			d.part = 1 - d.part
+			d.refresh()
 		}
 	}
 	return d, nil
@@ -95,12 +137,12 @@ func (d *detailScreen) View() string {
 
 func (d *detailScreen) ShortHelp() []key.Binding {
 	k := d.keys
-	return []key.Binding{k.Ack, k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Back, k.Down}
+	return []key.Binding{k.Ack, k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Back, k.Result, k.Down}
 }
 
 func (d *detailScreen) FullHelp() [][]key.Binding {
 	k := d.keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Back}, {k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Ack}}
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Result, k.Back}, {k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Ack}}
 }
 
 // content is the whole history as text, wrapped to the width.
@@ -226,8 +268,8 @@ func (d *detailScreen) attemptLines(a pending.Attempt, w int) []string {
 		os = st.State[pending.StateFailed]
 	}
 	lines := []string{trunc(out, w), "      " + os.Render(trunc(outcome, w-6))}
-	if r := resultText(a.Result); r != "" {
-		lines = append(lines, indent(wrap("result: "+r, w-6), "      ")...)
+	if r := d.resultLabel("result", a.Result); r != "" {
+		lines = append(lines, indent(wrap(r, w-6), "      ")...)
 	}
 	if e := rpcErrorText(a.Error); e != "" {
 		lines = append(lines, indent(wrap(e, w-6), "      ")...)
@@ -246,17 +288,34 @@ func (d *detailScreen) decisionLines(dc pending.Decision, w int) []string {
 	if dc.Note != "" {
 		lines = append(lines, indent(wrap("note: "+cleanBlock(dc.Note), w-6), "      ")...)
 	}
-	if ev := evidenceText(dc.Evidence); ev != "" {
+	if ev := d.evidenceText(dc.Evidence); ev != "" {
 		lines = append(lines, indent(wrap("evidence: "+ev, w-6), "      ")...)
 	}
 	return lines
 }
 
-// evidenceText summarises a decision's evidence: a query's tool, arguments
-// and result, or whatever JSON was stored.
-func evidenceText(raw json.RawMessage) string {
-	if len(raw) == 0 {
+// resultLabel is "name: " and the part of a result shown; when the result
+// has both parts, the label says which one this is and that v shows the
+// other.
+func (d *detailScreen) resultLabel(name string, raw json.RawMessage) string {
+	p := parseResult(raw)
+	r := p.show(d.part)
+	switch {
+	case r == "":
 		return ""
+	case !p.both():
+		return name + ": " + r
+	case d.part == partText:
+		return name + " " + d.sh.st.Faint.Render("(text; v: structured)") + ": " + r
+	}
+	return name + " " + d.sh.st.Faint.Render("(structured; v: text)") + ": " + r
+}
+
+// queryEvidence reads a query decision's evidence: the read's tool and
+// arguments, its result, its error; head is "" for other evidence.
+func queryEvidence(raw json.RawMessage) (head string, result, rpcErr json.RawMessage) {
+	if len(raw) == 0 {
+		return "", nil, nil
 	}
 	var q struct {
 		Tool   string          `json:"tool"`
@@ -264,14 +323,26 @@ func evidenceText(raw json.RawMessage) string {
 		Result json.RawMessage `json:"result"`
 		Error  json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(raw, &q) == nil && q.Tool != "" {
-		s := displayName(q.Tool) + " " + cleanJSON(q.Args, "") + " → "
-		if r := resultText(q.Result); r != "" {
-			return s + r
-		}
-		return s + rpcErrorText(q.Error)
+	if json.Unmarshal(raw, &q) != nil || q.Tool == "" {
+		return "", nil, nil
 	}
-	return prettyJSON(raw)
+	return displayName(q.Tool) + " " + cleanJSON(q.Args, ""), q.Result, q.Error
+}
+
+// evidenceText summarises a decision's evidence: a query's tool, arguments
+// and result (the part v chose), or whatever JSON was stored.
+func (d *detailScreen) evidenceText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	head, result, rpcErr := queryEvidence(raw)
+	if head == "" {
+		return prettyJSON(raw)
+	}
+	if r := d.resultLabel("result", result); r != "" {
+		return head + " → " + r
+	}
+	return head + " → " + rpcErrorText(rpcErr)
 }
 
 func indent(s, prefix string) []string {
@@ -282,8 +353,9 @@ func indent(s, prefix string) []string {
 	return ls
 }
 
-// stamp is a time as the journal means it: UTC, to the second.
-func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+// stamp is a time as the journal means it: UTC, to the second. Its parts
+// are joined by no-break spaces, so wrap keeps it on one line.
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02\u00a015:04:05\u00a0UTC") }
 
 // clock is a time of day with milliseconds, for the attempt timeline.
 func clock(t time.Time) string { return t.UTC().Format("15:04:05.000") }

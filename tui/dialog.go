@@ -14,7 +14,8 @@ import (
 )
 
 // dialog is a small model over the active screen that ends in a decision.
-// Update gets keys only and reports when the dialog is done.
+// Update gets keys only and reports when the dialog is done. What the root
+// needs of a dialog it asks through these methods, never by its type.
 type dialog interface {
 	ID() int
 	// Arm lets a dialog opened by an event take keys.
@@ -22,6 +23,14 @@ type dialog interface {
 	Update(tea.KeyMsg) (cmd tea.Cmd, closed bool)
 	View(width int) string
 	help.KeyMap
+	// Busy is the status line while what the dialog started runs ("" for
+	// none).
+	Busy() string
+	// Decision is the decision the dialog confirms, and on which call (""
+	// for a dialog that confirms none).
+	Decision() (pending.Action, pending.Call)
+	// Hint is the guided demo's guide line while the dialog is open.
+	Hint() string
 }
 
 // confirmDialog says exactly what will happen and proceeds only on y (or
@@ -71,6 +80,19 @@ func (d *confirmDialog) withInput(prompt, placeholder string) *confirmDialog {
 
 func (d *confirmDialog) ID() int { return d.id }
 func (d *confirmDialog) Arm()    { d.armed = true }
+
+// forDecision makes the dialog the confirmation of action a on call c:
+// its status line while that runs, and what the root records of it.
+func (d *confirmDialog) forDecision(a pending.Action, c pending.Call) *confirmDialog {
+	d.action, d.call, d.busy = a, c, decisionBusy(d.sh, a, c)
+	return d
+}
+
+func (d *confirmDialog) Busy() string                             { return d.busy }
+func (d *confirmDialog) Decision() (pending.Action, pending.Call) { return d.action, d.call }
+func (d *confirmDialog) Hint() string {
+	return "Read what will happen, then y to go ahead (enter alone means No)."
+}
 
 func (d *confirmDialog) Update(k tea.KeyMsg) (tea.Cmd, bool) {
 	d.warn = ""

@@ -25,5 +25,5 @@ func newAckDialog(sh *shared, id int, c pending.Call, proceed func(note string) 
 		st.Dialog.Warning.Render("Acknowledge it: identical calls will be sent again from now on."),
 		st.Faint.Render("Nothing is sent now; the call stays " + stateWord(c.State) + "."),
 	}
-	return newConfirm(sh, id, fmt.Sprintf("Acknowledge the late settle of %s?", tool), body, "Yes, acknowledge", proceed)
+	return newConfirm(sh, id, fmt.Sprintf("Acknowledge the late settle of %s?", tool), body, "Yes, acknowledge", proceed).forDecision(pending.ActionAck, c)
 }

@@ -24,7 +24,7 @@ func newQueryDialog(sh *shared, id int, c pending.Call, run func(o guard.QueryOp
 			sh.st.Faint.Render("A query is a read: nothing is resent and the call stays " + stateWord(c.State) + " until you decide."),
 		}
 		return newConfirm(sh, id, fmt.Sprintf("Query %s key %s?", displayName(c.Tool), keyTail(c.Key)), body, "Yes, query",
-			func(string) tea.Cmd { return run(guard.QueryOptions{}) })
+			func(string) tea.Cmd { return run(guard.QueryOptions{}) }).forDecision(pending.ActionQuery, c)
 	}
 	var reads []toolInfo
 	for _, t := range sh.tools {
@@ -32,8 +32,8 @@ func newQueryDialog(sh *shared, id int, c pending.Call, run func(o guard.QueryOp
 			reads = append(reads, t)
 		}
 	}
-	d := &queryPickDialog{confirmDialog: newConfirm(sh, id, fmt.Sprintf("Query %s key %s with which read tool?", displayName(c.Tool), keyTail(c.Key)), nil, "Yes, query", nil),
-		call: c, reads: reads, run: run,
+	d := &queryPickDialog{confirmDialog: newConfirm(sh, id, fmt.Sprintf("Query %s key %s with which read tool?", displayName(c.Tool), keyTail(c.Key)), nil, "Yes, query", nil).forDecision(pending.ActionQuery, c),
+		reads: reads, run: run,
 		up: key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "previous tool")), down: key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "next tool"))}
 	d.sync()
 	return d
@@ -42,7 +42,6 @@ func newQueryDialog(sh *shared, id int, c pending.Call, run func(o guard.QueryOp
 // queryPickDialog is a confirmDialog with a choice of read tool.
 type queryPickDialog struct {
 	*confirmDialog
-	call     pending.Call
 	reads    []toolInfo
 	pick     int
 	run      func(o guard.QueryOptions) tea.Cmd

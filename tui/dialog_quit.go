@@ -31,13 +31,18 @@ func newQuitDialog(sh *shared, id int, what string) *quitDialog {
 		func(string) tea.Cmd { return func() tea.Msg { return quitConfirmedMsg{} } })}
 }
 
+func (d *quitDialog) Hint() string {
+	return "y quits now and leaves the order unknown (never resent on its own); n keeps waiting for its answer."
+}
+
 // quitCause is the reason the journal records for a write the operator
 // quit while it was in flight.
 var quitCause = guard.CancelCause("the operator quit the console")
 
 // writeInFlight: a write this console started has no outcome yet.
 func (m *Model) writeInFlight() bool {
-	return m.form.sending && m.form.tool.Kind == pending.KindWrite || len(m.retrying) > 0
+	t, sending := m.form.inFlight()
+	return sending && t.Kind == pending.KindWrite || len(m.retrying) > 0
 }
 
 // quit quits at once, unless a write is in flight: then it asks first.
@@ -45,11 +50,12 @@ func (m *Model) quit() tea.Cmd {
 	if !m.writeInFlight() {
 		return tea.Quit
 	}
-	what := "The new " + m.form.tool.Name + " call"
-	if !m.form.sending {
-		what = "A retry"
+	what := "A retry"
+	if t, sending := m.form.inFlight(); sending {
+		what = "The new " + t.Name + " call"
 	}
-	m.dialog = newQuitDialog(m.sh, m.nextDialogID(), what)
+	d := newQuitDialog(m.sh, m.nextDialogID(), what)
+	m.dialog, m.quitDialog = d, d.ID()
 	return nil
 }
 
@@ -70,7 +76,12 @@ const quitWait = 5 * time.Second
 // dropQuitDialog closes the quit question once no write is in flight any
 // more: it asked about something that is over. q now quits at once.
 func (m *Model) dropQuitDialog() {
-	if _, ok := m.dialog.(*quitDialog); ok && !m.writeInFlight() {
+	if m.quitAsked() && !m.writeInFlight() {
 		m.dialog = nil
 	}
+}
+
+// quitAsked: the open dialog is the quit question.
+func (m *Model) quitAsked() bool {
+	return m.dialog != nil && m.dialog.ID() == m.quitDialog
 }

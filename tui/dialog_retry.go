@@ -38,7 +38,7 @@ func newRetryDialog(sh *shared, id int, c pending.Call, proceed func(note string
 	} else {
 		body = append(body, st.Faint.Render("Journaled before it is sent. Nothing else is resent."))
 	}
-	d := newConfirm(sh, id, fmt.Sprintf("Retry %s with the same key?", tool), body, "Yes, retry", proceed)
+	d := newConfirm(sh, id, fmt.Sprintf("Retry %s with the same key?", tool), body, "Yes, retry", proceed).forDecision(pending.ActionRetry, c)
 	if typed {
 		d.typed = "retry"
 		d.withInput("type retry: ", "")

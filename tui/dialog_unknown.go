@@ -164,8 +164,14 @@ func (d *unknownDialog) found() string {
 	return ""
 }
 
-// hint is the guided demo's guide line while the dialog is open.
-func (d *unknownDialog) hint() string {
+// Busy: the dialog starts nothing itself; the decision it opens does.
+func (d *unknownDialog) Busy() string { return "" }
+
+// Decision: none; it opens another dialog that confirms one.
+func (d *unknownDialog) Decision() (pending.Action, pending.Call) { return "", pending.Call{} }
+
+// Hint is the guided demo's guide line while the dialog is open.
+func (d *unknownDialog) Hint() string {
 	switch d.ev {
 	case evidenceFound:
 		return "The query found the order: enter takes the highlighted step (" + d.opts[d.pick].short + ")."

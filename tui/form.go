@@ -27,7 +27,13 @@ type formScreen struct {
 	ta   textarea.Model
 	spin spinner.Model
 
-	problems   []string
+	// check is the validation of the text as it stands, redone after
+	// every edit (never in View): the guide line and the demo's hint
+	// follow it. checked is the text it is of.
+	check    []string
+	checked  string
+	problems []string // what the last ctrl+s refused, nil when none was refused
+
 	run        int // increments per send; results of older runs are ignored here
 	sending    bool
 	started    time.Time
@@ -57,8 +63,18 @@ func (f *formScreen) SetSize(w, h int) {
 	f.ta.SetHeight(max(3, h-10))
 }
 
-// typing: the editor has the keys (q is a letter, not quit).
-func (f *formScreen) typing() bool { return !f.sending && f.done == nil }
+func (f *formScreen) Title() string { return "new call" }
+
+// Capturing: the editor has the keys (q is a letter, not quit).
+func (f *formScreen) Capturing() bool { return !f.sending && f.done == nil }
+
+// Selected: the form has no call to decide on (its outcome shows in the
+// list).
+func (f *formScreen) Selected() (pending.Call, bool) { return pending.Call{}, false }
+func (f *formScreen) decisions() *decisionKeys       { return nil }
+
+// inFlight is the tool of the call being sent, if one is.
+func (f *formScreen) inFlight() (toolInfo, bool) { return f.tool, f.sending }
 
 // open starts editing a call of t.
 func (f *formScreen) open(t toolInfo) tea.Cmd {
@@ -67,7 +83,25 @@ func (f *formScreen) open(t toolInfo) tea.Cmd {
 	}
 	f.tool, f.problems, f.done, f.progress = t, nil, nil, nil
 	f.ta.SetValue(prefill(t, f.sh.opts.Prefill[t.Tool.Name]))
+	f.revalidate()
 	return f.ta.Focus()
+}
+
+// revalidate checks the text again if it changed since the last check.
+// After a refused send the list of problems follows the edits too.
+func (f *formScreen) revalidate() {
+	v := f.ta.Value()
+	if f.check != nil && v == f.checked {
+		return
+	}
+	_, probs := validate(f.tool, v)
+	f.check, f.checked = probs, v
+	if f.check == nil {
+		f.check = []string{}
+	}
+	if f.problems != nil { // non-nil, empty: refused once, fine now
+		f.problems = append([]string{}, probs...)
+	}
 }
 
 func (f *formScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
@@ -91,9 +125,10 @@ func (f *formScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
 	case tea.KeyMsg:
 		return f, f.onKey(msg)
 	}
-	if f.typing() {
+	if f.Capturing() {
 		var cmd tea.Cmd
 		f.ta, cmd = f.ta.Update(msg)
+		f.revalidate()
 		return f, cmd
 	}
 	return f, nil
@@ -118,27 +153,29 @@ func (f *formScreen) onKey(k tea.KeyMsg) tea.Cmd {
 	case key.Matches(k, f.keys.Reset):
 		f.ta.SetValue(prefill(f.tool, f.sh.opts.Prefill[f.tool.Tool.Name]))
 		f.problems = nil
+		f.revalidate()
 		return nil
 	case key.Matches(k, f.keys.Send):
 		return f.send()
 	}
 	var cmd tea.Cmd
 	f.ta, cmd = f.ta.Update(k)
+	f.revalidate()
 	return cmd
 }
 
-// valid: the arguments as typed fit the tool's schema.
-func (f *formScreen) valid() bool {
-	_, probs := validate(f.tool, f.ta.Value())
-	return len(probs) == 0
-}
+// valid: the arguments as typed fit the tool's schema (as last checked,
+// after the last edit).
+func (f *formScreen) valid() bool { return len(f.check) == 0 }
 
 // send validates, then starts the guarded call. Nothing is sent when the
 // arguments do not fit the schema.
 func (f *formScreen) send() tea.Cmd {
 	args, probs := validate(f.tool, f.ta.Value())
-	f.problems = probs
+	f.check, f.checked = append([]string{}, probs...), f.ta.Value()
+	f.problems = nil
 	if len(probs) > 0 {
+		f.problems = probs
 		return nil
 	}
 	f.run++
@@ -201,9 +238,25 @@ func (f *formScreen) View() string {
 			b.WriteString(st.ErrorLine.Render(trunc("  • "+p, f.w)) + "\n")
 		}
 	default:
-		b.WriteString(st.Faint.Render("ctrl+s checks the arguments against the schema and sends; esc goes back.") + "\n")
+		b.WriteString(f.guideLine() + "\n")
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// guideLine says under the editor whether the arguments, as they stand,
+// fit the schema: "ready" only when they do, else the first problem.
+func (f *formScreen) guideLine() string {
+	st := f.sh.st
+	switch n := len(f.check); {
+	case n == 0 && f.problems != nil:
+		return st.Good.Render(trunc("✓ fixed: the arguments fit the schema now; ctrl+s sends, esc goes back.", f.w))
+	case n == 0:
+		return st.Good.Render(trunc("✓ ready: the arguments fit the schema; ctrl+s sends, esc goes back.", f.w))
+	case n == 1:
+		return st.Warn.Render(trunc("not ready: "+f.check[0]+" (ctrl+s sends nothing until it fits)", f.w))
+	default:
+		return st.Warn.Render(trunc(fmt.Sprintf("not ready: %s, and %d more (ctrl+s lists them; nothing is sent)", f.check[0], n-1), f.w))
+	}
 }
 
 // inFlightView: spinner, elapsed time, and progress when the server sends it.
@@ -211,8 +264,8 @@ func (f *formScreen) inFlightView() string {
 	st := f.sh.st
 	el := f.now.Sub(f.started)
 	line := f.spin.View() + " " + st.Bold.Render("in flight") + st.Subtle.Render(fmt.Sprintf("  %s  waiting for %s", elapsed(el), f.tool.Name))
-	if to := f.sh.opts.WriteTimeout; to > 0 && f.tool.Kind == pending.KindWrite {
-		line += st.Faint.Render(fmt.Sprintf(" (no answer and no progress for %s → unknown)", to))
+	if f.tool.Kind == pending.KindWrite {
+		line += st.Faint.Render(fmt.Sprintf(" (no answer and no progress for %s → unknown)", f.sh.writeClock(f.tool.Tool.Name)))
 	}
 	out := trunc(line, f.w) + "\n"
 	if p := f.progress; p != nil {
@@ -252,7 +305,7 @@ func (f *formScreen) doneView() string {
 	}
 	s := st.State[r.State]
 	out := s.Render(stateGlyph(r.State)+" "+head) + "\n"
-	text := resultText(r.Result)
+	text := resultText(r.Result, partStructured)
 	if text == "" {
 		text = rpcErrorText(r.Error)
 	}

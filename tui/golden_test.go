@@ -91,6 +91,7 @@ func TestGoldenViews(t *testing.T) {
 		{"tools_80x24", 80, 24, false, []string{"t"}},
 		{"new_call_80x24", 80, 24, false, []string{"c", "enter"}},
 		{"help_80x24", 80, 24, true, []string{"?"}},
+		{"help_empty_80x24", 80, 24, false, []string{"?"}},
 		{"disabled_reason_80x24", 80, 24, true, []string{"tab", "tab", "tab", "r"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,31 +17,27 @@ import (
 // read). It never proposes a new write while one is in flight.
 func (m Model) demoHint() string {
 	c := m.sh.counts
-	to := m.sh.opts.WriteTimeout
-	if _, ok := m.dialog.(*quitDialog); ok {
-		return "y quits now and leaves the order unknown (never resent on its own); n keeps waiting for its answer."
+	if m.quitAsked() {
+		return m.dialog.Hint()
 	}
+	inFlight, sending := m.form.inFlight()
 	switch {
 	case m.quitting:
 		return "Quitting: the write in flight is being recorded as unknown, so the next launch shows it."
-	case m.form.sending && m.form.tool.Kind == pending.KindWrite:
-		return fmt.Sprintf("The server commits the order but never answers: in %s it becomes unknown. Wait for it.", to)
+	case sending && inFlight.Kind == pending.KindWrite:
+		return fmt.Sprintf("The server commits the order but never answers: in %s it becomes unknown. Wait for it.", m.sh.writeClock(inFlight.Tool.Name))
 	case len(m.retrying) > 0:
 		return "The retry is in flight with the same key: wait for its answer here; nothing else is sent meanwhile."
 	case m.active == screenTools:
 		return "Pick create_order (a write: it gets an idempotency key) and press enter."
-	case m.active == screenForm && m.form.typing() && !m.form.valid():
+	case m.active == screenForm && m.form.Capturing() && !m.form.valid():
 		return "The arguments do not fit the schema yet (ctrl+s lists why and sends nothing): fix them first."
-	case m.active == screenForm && m.form.typing():
+	case m.active == screenForm && m.form.Capturing():
 		return "The arguments are filled in from the schema: ctrl+s checks them and sends the order."
+	case m.dialog != nil:
+		return m.dialog.Hint()
 	}
-	if d, ok := m.dialog.(*unknownDialog); ok {
-		return d.hint()
-	}
-	if m.dialog != nil {
-		return "Read what will happen, then y to go ahead (enter alone means No)."
-	}
-	sel, ok := m.list.selected()
+	sel, ok := m.list.Selected()
 	if ok && sel.State == pending.StateUnknown && m.active != screenDetail {
 		switch ev, _ := m.evidence(sel); ev {
 		case evidenceFound:
@@ -73,7 +69,7 @@ func (m Model) doneHint() string {
 	switch {
 	case !o.known && o.err != "":
 		return "Cannot read the demo server's orders (" + o.err + "); tab: other states · enter: a call's history."
-	case !o.known && len(m.list.rows) == 0 && m.sh.counts[pending.StateSucceeded]+m.sh.counts[pending.StateApplied] == 0:
+	case !o.known && m.list.empty() && m.sh.counts[pending.StateSucceeded]+m.sh.counts[pending.StateApplied] == 0:
 		return start
 	case !o.known:
 		return "Reading the demo server's orders (find_orders)…"

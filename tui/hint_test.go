@@ -84,10 +84,10 @@ func demoModel(t *testing.T, e *env, d *demoFake) Model {
 	return settle(t, m, m.Init())
 }
 
-// guide is the guided demo's guide line as shown (both message lines, flat).
+// guide is the guided demo's guide line as shown (the message lines, flat).
 func guide(m Model) string {
 	v := strings.Split(m.View(), "\n")
-	return flat(strings.Join(v[len(v)-4:len(v)-2], " "))
+	return flat(strings.Join(v[len(v)-2-m.messageLines():len(v)-2], " "))
 }
 
 func wantGuide(t *testing.T, m Model, want string, never ...string) {
@@ -233,7 +233,7 @@ func TestQuitMidFlightAsksAndRecordsWhy(t *testing.T) {
 	// committed, and the automatic query (run as it became unknown) found
 	// no order.
 	m := demoModel(t, e, d)
-	if got, ok := m.list.selected(); !ok || got.ID != c.ID {
+	if got, ok := m.list.Selected(); !ok || got.ID != c.ID {
 		t.Fatalf("relaunch: call %d not selected:\n%s", c.ID, m.View())
 	}
 	wantGuide(t, m, "find_orders found no order under its key. Press r then y", "Press c", "found the order")

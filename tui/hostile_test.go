@@ -64,7 +64,7 @@ func TestHostileServerIsShownInert(t *testing.T) {
 	m = press(t, m, m.list.keys.Tools)
 	v := m.View()
 	assertInert(t, "tools screen", v)
-	for m.sh.tools[m.tools.cur].Tool.Name != "write_evil" {
+	for m.sh.tools[m.tools.sc.cur].Tool.Name != "write_evil" {
 		m = press(t, m, m.tools.keys.Down)
 	}
 	v = m.View()
@@ -83,7 +83,7 @@ func TestHostileServerIsShownInert(t *testing.T) {
 	m = press(t, m, m.form.keys.Send)
 	v = m.View()
 	assertInert(t, "call result", v)
-	if !strings.Contains(v, "succeeded") || !strings.Contains(v, "result: RED click here") {
+	if !strings.Contains(v, "succeeded") || !strings.Contains(v, `"note": "structured"`) {
 		t.Fatalf("result not shown:\n%s", v)
 	}
 
@@ -96,12 +96,22 @@ func TestHostileServerIsShownInert(t *testing.T) {
 	m = press(t, m, m.list.keys.Detail)
 	v = m.View()
 	assertInert(t, "detail", v)
-	for i := 0; i < 10 && !strings.Contains(v, "structured"); i++ {
+	for i := 0; i < 10 && !strings.Contains(v, `"note": "structured"`); i++ {
 		m = press(t, m, m.detail.keys.PageDown)
 		v += m.View()
 	}
 	assertInert(t, "detail, scrolled", v)
-	if !strings.Contains(v, "result: RED click here") || !strings.Contains(v, `"note":"structured"`) {
+	if !strings.Contains(v, `"note": "structured"`) {
+		t.Fatalf("detail does not show the structured result:\n%s", v)
+	}
+	m = press(t, m, m.detail.keys.Result) // the text part
+	v = m.View()
+	for i := 0; i < 10 && !strings.Contains(v, "RED click here"); i++ {
+		m = press(t, m, m.detail.keys.PageDown)
+		v += m.View()
+	}
+	assertInert(t, "detail, text result", v)
+	if !strings.Contains(v, "result: RED click here") {
 		t.Fatalf("detail does not show the result's text:\n%s", v)
 	}
 }

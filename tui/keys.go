@@ -67,6 +67,9 @@ func defaultListKeys() listKeys {
 // detailKeys drive the detail screen.
 type detailKeys struct {
 	Up, Down, PageUp, PageDown, Back key.Binding
+	// Result switches the results shown between their structured content
+	// and their text; its help says what it switches to.
+	Result key.Binding
 	decisionKeys
 }
 
@@ -77,6 +80,7 @@ func defaultDetailKeys() detailKeys {
 		PageUp:       key.NewBinding(key.WithKeys("pgup", "b"), key.WithHelp("pgup", "page up")),
 		PageDown:     key.NewBinding(key.WithKeys("pgdown", "f", " "), key.WithHelp("pgdn", "page down")),
 		Back:         key.NewBinding(key.WithKeys("esc", "backspace", "h", "left"), key.WithHelp("esc", "back to list")),
+		Result:       key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "results as text")),
 		decisionKeys: defaultDecisionKeys(),
 	}
 }

@@ -58,7 +58,7 @@ func TestLateSettleIsCountedFromTheUnknownTab(t *testing.T) {
 	if m.list.keys.Ack.Enabled() {
 		t.Fatal("A is enabled on an unknown call")
 	}
-	c, _ := m.list.selected()
+	c, _ := m.list.Selected()
 	m = step(t, m, keyMsg(m.list.keys.Ack.Keys()[0]))
 	if m.dialog != nil || !strings.Contains(m.message, fmt.Sprintf("call %d (%s) did not settle late", c.ID, c.Tool)) {
 		t.Fatalf("A on an unknown call: dialog %v, message %q", m.dialog != nil, m.message)
@@ -66,7 +66,7 @@ func TestLateSettleIsCountedFromTheUnknownTab(t *testing.T) {
 
 	// L goes to the call, in its state's tab, with its row marked.
 	m = press(t, m, m.list.keys.Late)
-	sel, ok := m.list.selected()
+	sel, ok := m.list.Selected()
 	if !ok || sel.ID != late.ID || tabs[m.list.tab].State != pending.StateSucceeded {
 		t.Fatalf("L selected %d in the %q tab, want call %d in succeeded", sel.ID, tabs[m.list.tab].State, late.ID)
 	}
@@ -79,7 +79,7 @@ func TestLateSettleIsCountedFromTheUnknownTab(t *testing.T) {
 	}
 	// L again cycles back to the same one (the only one).
 	m = press(t, m, m.list.keys.Late)
-	if sel, _ := m.list.selected(); sel.ID != late.ID {
+	if sel, _ := m.list.Selected(); sel.ID != late.ID {
 		t.Fatalf("second L selected %d", sel.ID)
 	}
 }
@@ -151,7 +151,7 @@ func TestAckProceedsOnYAndTheMarkerGoes(t *testing.T) {
 			t.Errorf("%q still shown after the ack:\n%s", gone, v)
 		}
 	}
-	if sel, _ := m.list.selected(); sel.ID != late.ID || sel.HoldsLate() {
+	if sel, _ := m.list.Selected(); sel.ID != late.ID || sel.HoldsLate() {
 		t.Fatalf("the row was not reloaded: %+v", sel)
 	}
 	if m.list.keys.Ack.Enabled() || m.list.keys.Late.Enabled() || len(m.sh.late) != 0 {
@@ -190,7 +190,7 @@ func TestDetailShowsServerIdentityAndLateSettle(t *testing.T) {
 		v += m.View()
 	}
 	for _, want := range []string{"settled late 2026-03-14 09:28:00 UTC, acknowledged 2026-03-14 09:30:00 UTC", "ack by ops", "Decisions (2)"} {
-		if !strings.Contains(v, want) {
+		if !strings.Contains(flat(v), want) {
 			t.Errorf("detail after the ack lacks %q:\n%s", want, v)
 		}
 	}
@@ -274,7 +274,7 @@ func TestServerMismatchSaysWhatToRun(t *testing.T) {
 	m := New(o)
 	m = step(t, m, tea.WindowSizeMsg{Width: 80, Height: 24})
 	m = settle(t, m, m.Init())
-	c, _ := m.list.selected()
+	c, _ := m.list.Selected()
 	sends := len(e.srv.sent)
 	for _, tc := range []struct {
 		action  string

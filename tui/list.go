@@ -48,8 +48,7 @@ type listScreen struct {
 	fkeys     filterKeys
 
 	rows    []pending.Call // the window, in list order
-	top     int            // first visible row in rows
-	cur     int            // selected row in rows
+	sc      scroller       // the selected and first visible rows, in rows
 	atStart bool           // nothing before rows[0]
 	atEnd   bool           // nothing after the last row
 	pos     int            // the selection's index in the whole list (estimated after jumps)
@@ -129,7 +128,7 @@ func (l *listScreen) refresh() tea.Cmd {
 	if len(l.rows) == 0 {
 		return l.load(anchorStart, pending.Call{}, 0)
 	}
-	return l.load(anchorAt, l.rows[l.top], 0)
+	return l.load(anchorAt, l.rows[l.sc.top], 0)
 }
 
 // showCall switches to a state's tab and selects a call in it.
@@ -169,8 +168,8 @@ func (l *listScreen) onWindow(msg windowLoadedMsg) tea.Cmd {
 	}
 	l.err = nil
 	var selID, topID int64
-	if c, ok := l.selected(); ok && msg.Gen != l.minGen { // a new tab or jump starts where it loads
-		selID, topID = c.ID, l.rows[l.top].ID
+	if c, ok := l.Selected(); ok && msg.Gen != l.minGen { // a new tab or jump starts where it loads
+		selID, topID = c.ID, l.rows[l.sc.top].ID
 	}
 	if msg.SelectID != 0 {
 		selID = msg.SelectID
@@ -179,25 +178,25 @@ func (l *listScreen) onWindow(msg windowLoadedMsg) tea.Cmd {
 	l.loaded = true
 	l.cnt = msg.Counts
 	l.rows, l.atStart, l.atEnd = msg.Calls, msg.AtStart, msg.AtEnd
-	l.top = min(msg.Anchor, max(0, len(l.rows)-1))
-	l.cur = l.top
+	l.sc.top = min(msg.Anchor, max(0, len(l.rows)-1))
+	l.sc.cur = l.sc.top
 	if i := l.indexOf(topID); i >= 0 {
-		l.top = i
+		l.sc.top = i
 	}
 	if i := l.indexOf(selID); i >= 0 {
-		l.cur = i
+		l.sc.cur = i
 	} else if !first && selID != 0 {
-		l.cur = min(l.top, max(0, len(l.rows)-1))
+		l.sc.cur = min(l.sc.top, max(0, len(l.rows)-1))
 	}
 	if msg.End && len(l.rows) > 0 {
-		l.cur = len(l.rows) - 1
-		l.top = max(0, len(l.rows)-l.page())
+		l.sc.cur = len(l.rows) - 1
+		l.sc.top = max(0, len(l.rows)-l.page())
 	}
-	if msg.AtStart && l.cur < len(l.rows) {
-		l.pos = l.cur
+	if msg.AtStart && l.sc.cur < len(l.rows) {
+		l.pos = l.sc.cur
 	}
 	if msg.AtEnd && len(l.rows) > 0 {
-		l.pos = l.total() - (len(l.rows) - l.cur)
+		l.pos = l.total() - (len(l.rows) - l.sc.cur)
 	}
 	l.clampView()
 	return nil
@@ -230,29 +229,34 @@ func (l *listScreen) total() int {
 	return l.cnt[st]
 }
 
-func (l *listScreen) selected() (pending.Call, bool) {
-	if l.cur < 0 || l.cur >= len(l.rows) {
+func (l *listScreen) Title() string { return "calls" }
+
+// Capturing: the tool filter has the keys.
+func (l *listScreen) Capturing() bool          { return l.filtering }
+func (l *listScreen) decisions() *decisionKeys { return &l.keys.decisionKeys }
+
+// pressedLate: k is L, enabled or not (the root answers it, with a
+// reason when no call settled late).
+func (l *listScreen) pressedLate(k tea.KeyMsg) bool {
+	return key.Matches(k, l.keys.Late) || pressedDisabled(k, l.keys.Late)
+}
+
+// syncLate enables L while n calls wait for an acknowledgement.
+func (l *listScreen) syncLate(n int) { l.keys.Late.SetEnabled(n > 0) }
+
+// empty: no call is held (the tab has none, or none is read yet).
+func (l *listScreen) empty() bool { return len(l.rows) == 0 }
+
+// Selected is the call under the cursor: the decision keys act on it.
+func (l *listScreen) Selected() (pending.Call, bool) {
+	if l.sc.cur < 0 || l.sc.cur >= len(l.rows) {
 		return pending.Call{}, false
 	}
-	return l.rows[l.cur], true
+	return l.rows[l.sc.cur], true
 }
 
 // clampView keeps the selection on screen.
-func (l *listScreen) clampView() {
-	if len(l.rows) == 0 {
-		l.top, l.cur = 0, 0
-		return
-	}
-	l.cur = max(0, min(l.cur, len(l.rows)-1))
-	p := l.page()
-	if l.cur < l.top {
-		l.top = l.cur
-	}
-	if l.cur >= l.top+p {
-		l.top = l.cur - p + 1
-	}
-	l.top = max(0, min(l.top, len(l.rows)-1))
-}
+func (l *listScreen) clampView() { l.sc.clamp(len(l.rows), l.page()) }
 
 // move changes the selection by d rows, fetching the next window when the
 // selection nears an edge of the one held.
@@ -260,19 +264,13 @@ func (l *listScreen) move(d int) tea.Cmd {
 	if len(l.rows) == 0 {
 		return nil
 	}
-	to := max(0, min(l.cur+d, len(l.rows)-1))
-	l.pos += to - l.cur
-	l.cur = to
-	if d > 1 || d < -1 {
-		l.top += d
-	}
-	l.clampView()
 	p := l.page()
+	l.pos += l.sc.move(d, len(l.rows), p)
 	if l.loading {
 		return nil
 	}
-	if (!l.atEnd && len(l.rows)-1-l.cur < p) || (!l.atStart && l.cur < p) {
-		return l.load(anchorAt, l.rows[l.top], 0)
+	if (!l.atEnd && len(l.rows)-1-l.sc.cur < p) || (!l.atStart && l.sc.cur < p) {
+		return l.load(anchorAt, l.rows[l.sc.top], 0)
 	}
 	return nil
 }
@@ -318,7 +316,7 @@ func (l *listScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
 		l.clampView()
 		return l, l.filter.Focus()
 	case key.Matches(k, l.keys.Detail):
-		if _, ok := l.selected(); ok {
+		if _, ok := l.Selected(); ok {
 			return l, showScreen(screenDetail, "")
 		}
 	case key.Matches(k, l.keys.NewCall):
@@ -356,16 +354,36 @@ func (l *listScreen) ShortHelp() []key.Binding {
 		return []key.Binding{l.fkeys.Apply, l.fkeys.Cancel}
 	}
 	k := l.keys
+	if _, ok := l.Selected(); !ok {
+		// Nothing to decide on: the decision keys show, dimmed, in one
+		// entry that says what they need, after what can be done now.
+		keys := strings.Join([]string{k.Query.Help().Key, k.Retry.Help().Key, k.Abandon.Help().Key, k.Mark.Help().Key, k.Note.Help().Key}, " ")
+		return []key.Binding{k.NewCall, k.NextTab, k.Late, l.dimmed(k.Query, keys, "need a call")}
+	}
 	return []key.Binding{k.Ack, k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Detail, k.NewCall, k.NextTab, k.Late}
 }
 
 func (l *listScreen) FullHelp() [][]key.Binding {
 	k := l.keys
+	decide := []key.Binding{k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Ack}
+	if _, ok := l.Selected(); !ok { // shown dimmed, as they need a call
+		for i, b := range decide[:5] {
+			decide[i] = l.dimmed(b, b.Help().Key, b.Help().Desc)
+		}
+	}
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 		{k.NextTab, k.PrevTab, k.Late, k.Filter, k.Detail, k.NewCall, k.Tools},
-		{k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Ack},
+		decide,
 	}
+}
+
+// dimmed is a disabled binding as help shows it: dimmed, and never hidden
+// (help hides a disabled binding). It is for display only: keys are
+// matched against the real binding, which stays disabled.
+func (l *listScreen) dimmed(b key.Binding, keys, desc string) key.Binding {
+	f := l.sh.st.Faint.Render
+	return key.NewBinding(key.WithKeys(b.Keys()...), key.WithHelp(f(keys), f(desc)))
 }
 
 // View draws tabs, the column header, the visible rows only, and the
@@ -393,23 +411,23 @@ func (l *listScreen) View() string {
 	case len(l.rows) == 0:
 		b.WriteString(l.emptyView(p))
 	default:
-		end := min(len(l.rows), l.top+p)
+		start, end := l.sc.window(len(l.rows), p)
 		if l.rowCache == nil || len(l.rowCache) > 4*p {
 			l.rowCache = make(map[int64]cachedRow, 2*p)
 		}
-		for i := l.top; i < end; i++ {
+		for i := start; i < end; i++ {
 			c := l.rows[i]
-			k := fmt.Sprintf("%d|%s|%t|%d|%d|%s|%t|%d|%s|%t", c.UpdatedAt.UnixNano(), c.State, i == l.cur, l.w, l.tab,
+			k := fmt.Sprintf("%d|%s|%t|%d|%d|%s|%t|%d|%s|%t", c.UpdatedAt.UnixNano(), c.State, i == l.sc.cur, l.w, l.tab,
 				age(l.sh.now.Sub(c.CreatedAt)), c.Conflict, c.AttemptCount, c.Reason, c.HoldsLate())
 			r, ok := l.rowCache[c.ID]
 			if !ok || r.key != k {
-				r = cachedRow{key: k, out: l.rowView(c, i == l.cur, cols)}
+				r = cachedRow{key: k, out: l.rowView(c, i == l.sc.cur, cols)}
 				l.rowCache[c.ID] = r
 			}
 			b.WriteString(r.out)
 			b.WriteByte('\n')
 		}
-		b.WriteString(strings.Repeat("\n", p-(end-l.top)))
+		b.WriteString(strings.Repeat("\n", p-(end-start)))
 	}
 	if l.h >= 16 {
 		b.WriteString(l.previewView())
@@ -580,7 +598,7 @@ func (l *listScreen) rowView(c pending.Call, sel bool, cols columns) string {
 // decision needs, without leaving the list.
 func (l *listScreen) previewView() string {
 	st := l.sh.st
-	c, ok := l.selected()
+	c, ok := l.Selected()
 	rule := func(title string) string {
 		t := GlyphRule + " " + title + " "
 		return st.Faint.Render(t + strings.Repeat(GlyphRule, max(0, l.w-ansi.StringWidth(t))))

@@ -12,8 +12,8 @@ const (
 	GlyphUnknown   = "●"
 	GlyphInFlight  = "◌"
 	GlyphFailed    = "×"
-	GlyphSucceeded = "✓"
-	GlyphApplied   = "✓"
+	GlyphSucceeded = "✓" // the server said it succeeded
+	GlyphApplied   = "☑" // an operator (or the query's evidence) marked it done: checked off, not answered
 	GlyphAbandoned = "⊘"
 	GlyphAll       = "≡"
 	GlyphLate      = "⚑" // settled late, not yet acknowledged: always with the word "late"

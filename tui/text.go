@@ -165,11 +165,26 @@ func cleanValue(v any) any {
 	return v
 }
 
-// resultText summarises a CallToolResult: its text content, then its
-// structured content as compact JSON, sanitised.
-func resultText(raw json.RawMessage) string {
+// resultPart is which part of a tool's result the console shows: a
+// result often carries the same data twice (structured content, and its
+// JSON again as text for older clients), so one part is shown, never both.
+type resultPart int
+
+const (
+	partStructured resultPart = iota // the structured content; the text when there is none
+	partText                         // the text (and other) content; the structured when there is none
+)
+
+// parsedResult is a CallToolResult's two parts, sanitised.
+type parsedResult struct {
+	text       string // text content, then a mark per non-text content
+	structured string // structured content as one-line JSON, spaced so it wraps
+	raw        string // not a result: the stored JSON as it is
+}
+
+func parseResult(raw json.RawMessage) parsedResult {
 	if len(raw) == 0 {
-		return ""
+		return parsedResult{}
 	}
 	var r struct {
 		Content []struct {
@@ -177,10 +192,9 @@ func resultText(raw json.RawMessage) string {
 			Text string `json:"text"`
 		} `json:"content"`
 		StructuredContent json.RawMessage `json:"structuredContent"`
-		IsError           bool            `json:"isError"`
 	}
 	if json.Unmarshal(raw, &r) != nil {
-		return cleanBlock(string(raw))
+		return parsedResult{raw: cleanBlock(string(raw))}
 	}
 	var parts []string
 	for _, c := range r.Content {
@@ -190,10 +204,55 @@ func resultText(raw json.RawMessage) string {
 			parts = append(parts, "["+clean(c.Type)+" content]")
 		}
 	}
+	p := parsedResult{text: strings.Join(parts, "\n")}
 	if len(r.StructuredContent) > 0 && string(r.StructuredContent) != "null" {
-		parts = append(parts, cleanJSON(r.StructuredContent, ""))
+		p.structured = spacedJSON(cleanJSON(r.StructuredContent, ""))
 	}
-	return strings.Join(parts, "\n")
+	return p
+}
+
+// both: the result has a text part and a structured part to choose from.
+func (p parsedResult) both() bool { return p.text != "" && p.structured != "" }
+
+func (p parsedResult) show(part resultPart) string {
+	switch {
+	case p.raw != "":
+		return p.raw
+	case part == partText && p.text != "", p.structured == "":
+		return p.text
+	}
+	return p.structured
+}
+
+// resultText is one part of a CallToolResult, sanitised: the structured
+// content when there is some, else the text (partStructured), or the
+// other way round (partText).
+func resultText(raw json.RawMessage, part resultPart) string {
+	return parseResult(raw).show(part)
+}
+
+// spacedJSON puts a space after each comma and colon of compact JSON
+// outside its strings, so that a long value wraps between its fields
+// rather than inside one.
+func spacedJSON(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + len(s)/8)
+	inStr, esc := false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		b.WriteByte(c)
+		switch {
+		case esc:
+			esc = false
+		case inStr && c == '\\':
+			esc = true
+		case c == '"':
+			inStr = !inStr
+		case !inStr && (c == ',' || c == ':'):
+			b.WriteByte(' ')
+		}
+	}
+	return b.String()
 }
 
 // rpcErrorText renders a stored JSON-RPC error.
@@ -211,12 +270,95 @@ func rpcErrorText(raw json.RawMessage) string {
 	return fmt.Sprintf("error %d: %s", e.Code, clean(e.Message))
 }
 
-// wrap breaks text to width cells (words where possible).
+// wrap breaks text to w cells (at least 10) at spaces only, so a token
+// (a key, a JSON field, a stamp, whose parts stamp joins with no-break
+// spaces) stays whole on one line. A token wider than w starts a line of
+// its own and is cut into lines of w: nothing is lost. Indentation at the
+// start of a line is kept; the spaces where a line breaks are dropped.
+// Escape sequences (styles) count no width.
 func wrap(s string, w int) string {
 	if w < 10 {
 		w = 10
 	}
-	return ansi.Wrap(s, w, "")
+	in := strings.Split(s, "\n")
+	out := make([]string, 0, len(in))
+	for _, l := range in {
+		out = append(out, wrapLine(l, w)...)
+	}
+	return strings.Join(out, "\n")
+}
+
+func wrapLine(l string, w int) []string {
+	if ansi.StringWidth(l) <= w {
+		return []string{l}
+	}
+	var out []string
+	var cur strings.Builder
+	curW, words := 0, 0 // width of cur; words in it (else it is empty or indentation)
+	put := func(s string, sw int) { cur.WriteString(s); curW += sw }
+	flush := func() {
+		out = append(out, cur.String())
+		cur.Reset()
+		curW, words = 0, 0
+	}
+	for first := true; len(l) > 0; first = false {
+		// One step: the spaces before a word, then the word.
+		i := 0
+		for i < len(l) && l[i] == ' ' {
+			i++
+		}
+		sp := l[:i]
+		j := strings.IndexByte(l[i:], ' ')
+		if j < 0 {
+			j = len(l) - i
+		}
+		word := l[i : i+j]
+		l = l[i+j:]
+		ww := ansi.StringWidth(word)
+		if words == 0 && !first {
+			sp = "" // a wrapped line starts at its word
+		}
+		if curW+len(sp)+ww <= w {
+			put(sp+word, len(sp)+ww)
+			words++
+			continue
+		}
+		if word == "" { // the spaces where the line breaks
+			continue
+		}
+		if words > 0 {
+			flush()
+			sp = ""
+		}
+		if curW+len(sp)+ww <= w {
+			put(sp+word, len(sp)+ww)
+			words++
+			continue
+		}
+		if ww <= w { // whole, without the indentation it does not fit after
+			cur.Reset()
+			curW = 0
+			put(word, ww)
+			words++
+			continue
+		}
+		// Wider than a line: it fills this one and goes on in lines of w.
+		if curW+len(sp) < w {
+			put(sp, len(sp))
+		}
+		head := ansi.Truncate(word, w-curW, "")
+		put(head, ansi.StringWidth(head))
+		flush()
+		rest := strings.Split(ansi.Hardwrap(ansi.TruncateLeft(word, ansi.StringWidth(head), ""), w, true), "\n")
+		out = append(out, rest[:len(rest)-1]...)
+		last := rest[len(rest)-1]
+		put(last, ansi.StringWidth(last))
+		words = 1
+	}
+	if words > 0 || curW > 0 || len(out) == 0 {
+		flush()
+	}
+	return out
 }
 
 // plural is "1 attempt" / "2 attempts".

@@ -16,9 +16,8 @@ import (
 type toolsScreen struct {
 	sh          *shared
 	keys        toolsKeys
-	cur         int
-	top         int
-	pickForCall bool // opened by c: the title says to pick a tool
+	sc          scroller // the selected and first visible tools
+	pickForCall bool     // opened by c: the title says to pick a tool
 	w, h        int
 }
 
@@ -26,27 +25,37 @@ func newToolsScreen(sh *shared) *toolsScreen {
 	return &toolsScreen{sh: sh, keys: defaultToolsKeys()}
 }
 
+func (t *toolsScreen) Title() string {
+	if t.pickForCall {
+		return "new call: pick a tool"
+	}
+	return "tools"
+}
+
+func (t *toolsScreen) Capturing() bool                { return false }
+func (t *toolsScreen) Selected() (pending.Call, bool) { return pending.Call{}, false }
+func (t *toolsScreen) decisions() *decisionKeys       { return nil }
+
+// open shows the tools; pick: to choose one for a new call (c).
+func (t *toolsScreen) open(pick bool) { t.pickForCall = pick }
+
 func (t *toolsScreen) SetSize(w, h int) {
 	t.w, t.h = w, h
 	t.clamp()
 }
 
 // onTools keeps the cursor in range after the tools are (re)listed.
-func (t *toolsScreen) onTools() {
-	t.cur = max(0, min(t.cur, len(t.sh.tools)-1))
-	t.clamp()
-}
+func (t *toolsScreen) onTools() { t.clamp() }
 
-// clamp keeps the cursor's row on screen.
-func (t *toolsScreen) clamp() {
-	listH := max(1, t.h-2-7-1)
-	if t.cur < t.top {
-		t.top = t.cur
-	}
-	if t.cur >= t.top+listH {
-		t.top = t.cur - listH + 1
-	}
-}
+// clamp keeps the cursor on a tool, and its row on screen.
+func (t *toolsScreen) clamp() { t.sc.clamp(len(t.sh.tools), t.page()) }
+
+// descHeight is the lines under the list that describe the selected tool.
+const descHeight = 7
+
+// page is the number of tools visible: the height less the heading, its
+// blank line, the rule and the description.
+func (t *toolsScreen) page() int { return max(1, t.h-2-descHeight-1) }
 
 func (t *toolsScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
 	k, ok := msg.(tea.KeyMsg)
@@ -55,14 +64,12 @@ func (t *toolsScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
 	}
 	n := len(t.sh.tools)
 	switch {
-	case key.Matches(k, t.keys.Down) && n > 0:
-		t.cur = min(t.cur+1, n-1)
-		t.clamp()
-	case key.Matches(k, t.keys.Up) && n > 0:
-		t.cur = max(t.cur-1, 0)
-		t.clamp()
+	case key.Matches(k, t.keys.Down):
+		t.sc.move(1, n, t.page())
+	case key.Matches(k, t.keys.Up):
+		t.sc.move(-1, n, t.page())
 	case key.Matches(k, t.keys.Select) && n > 0:
-		return t, showScreen(screenForm, t.sh.tools[t.cur].Tool.Name)
+		return t, showScreen(screenForm, t.sh.tools[t.sc.cur].Tool.Name)
 	case key.Matches(k, t.keys.Back):
 		return t, showScreen(screenList, "")
 	}
@@ -108,15 +115,13 @@ func (t *toolsScreen) View() string {
 	for _, ti := range t.sh.tools {
 		nameW = max(nameW, min(24, ansi.StringWidth(ti.Name)))
 	}
-	descH := 7
-	listH := max(1, t.h-2-descH-1)
-	top := max(0, min(t.top, len(t.sh.tools)-1))
-	end := min(len(t.sh.tools), top+listH)
+	listH := t.page()
+	top, end := t.sc.window(len(t.sh.tools), listH)
 	for i := top; i < end; i++ {
 		ti := t.sh.tools[i]
 		marker := "  "
 		rs := st.Row.Normal
-		if i == t.cur {
+		if i == t.sc.cur {
 			marker, rs = GlyphSelected+" ", st.Row.Selected
 		}
 		from := "kind from " + string(ti.KindSource)
@@ -129,7 +134,7 @@ func (t *toolsScreen) View() string {
 	for i := end - top; i < listH; i++ {
 		b.WriteString("\n")
 	}
-	ti := t.sh.tools[t.cur]
+	ti := t.sh.tools[t.sc.cur]
 	rule := GlyphRule + " " + ti.Name + " "
 	b.WriteString(st.Faint.Render(rule+strings.Repeat(GlyphRule, max(0, t.w-ansi.StringWidth(rule)))) + "\n")
 	desc := cleanBlock(ti.Tool.Description)
@@ -148,7 +153,7 @@ func (t *toolsScreen) View() string {
 	var bottom []string
 	bottom = append(bottom, firstLines(wrap(st.Label.Render("arguments: ")+argsSummary(ti), t.w), 2)...)
 	bottom = append(bottom, firstLines(wrap(st.Label.Render("kind: ")+kind, t.w), 2)...)
-	lines := firstLines(wrap(desc, t.w), max(1, descH-len(bottom)))
+	lines := firstLines(wrap(desc, t.w), max(1, descHeight-len(bottom)))
 	lines = append(lines, bottom...)
 	for i := range lines {
 		lines[i] = trunc(lines[i], t.w)
