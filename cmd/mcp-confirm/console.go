@@ -50,17 +50,13 @@ func runConsole(ctx context.Context, e *env, g *globalOpts) int {
 	if g.policy != "" {
 		policy, _ = guard.LoadPolicy(g.policy) // openEngine has read it already
 	}
-	timeout := g.timeout
-	if timeout == 0 {
-		timeout = guard.DefaultWriteTimeout
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	opts := tui.Options{
 		Context: ctx, Journal: en.journal, Engine: en.guard, Server: en.client, Policy: policy,
 		Watch:        guard.Watch(ctx, en.journal, 250*time.Millisecond, 5*time.Second),
 		Demo:         demo,
-		WriteTimeout: timeout,
+		WriteTimeout: g.timeout, // 0: the policy's clock for each tool, else the default
 		Home:         e.getenv("HOME"),
 	}
 	if demo {
