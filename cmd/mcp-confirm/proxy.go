@@ -72,7 +72,7 @@ func runProxy(ctx context.Context, e *env, g *globalOpts, f proxyFlags, pos []st
 	var said bytes.Buffer
 	pe := *e
 	pe.stderr = io.MultiWriter(e.stderr, &said)
-	p, closeAll, code := prepareProxy(ctx, &pe, g, f, pos)
+	p, closeAll, code := prepareProxy(ctx, &pe, e.stderr, g, f, pos)
 	if p == nil {
 		refuseHost(ctx, e, said.String())
 		return code
@@ -103,7 +103,11 @@ func refuseHost(ctx context.Context, e *env, reason string) {
 // prepareProxy checks everything the proxy needs before it serves: the
 // flags, the policy, the log, the journal and the server. Errors are
 // printed; p is nil when one stops it, and code is then the exit code.
-func prepareProxy(ctx context.Context, e *env, g *globalOpts, f proxyFlags, pos []string) (p *proxy.Proxy, closeAll func(), code int) {
+//
+// e.stderr also feeds the reason for the host, and is written by this
+// goroutine only; the running proxy logs to logTo (the real stderr) from
+// many goroutines.
+func prepareProxy(ctx context.Context, e *env, logTo io.Writer, g *globalOpts, f proxyFlags, pos []string) (p *proxy.Proxy, closeAll func(), code int) {
 	if len(pos) > 0 {
 		fmt.Fprintf(e.stderr, "mcp-confirm proxy: unexpected argument %q\nGive the server after --, e.g. mcp-confirm proxy -- npx -y @modelcontextprotocol/server-filesystem /tmp\n", pos[0])
 		return nil, nil, exitBadInput
@@ -126,7 +130,7 @@ func prepareProxy(ctx context.Context, e *env, g *globalOpts, f proxyFlags, pos 
 		fmt.Fprintf(e.stderr, "mcp-confirm proxy: --log-max-mb must be at least 1 and --log-backups at least 0\nGive sizes like --log-max-mb 10 --log-backups 3.\n")
 		return nil, nil, exitBadInput
 	}
-	logw := io.Writer(e.stderr)
+	logw := logTo
 	var logFile io.Closer = io.NopCloser(nil)
 	if f.logPath != "" {
 		lf, err := openLog(f.logPath, f.logMax, f.logBackups)
