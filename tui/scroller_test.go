@@ -35,7 +35,7 @@ func TestScroller(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := scroller{cur: tc.from.cur, top: tc.from.top}
 			moved := tc.do(&s)
-			if (st{s.cur, s.top}) != tc.want || moved != tc.moved {
+			if st(s) != tc.want || moved != tc.moved {
 				t.Errorf("got cur %d top %d moved %d, want cur %d top %d moved %d", s.cur, s.top, moved, tc.want.cur, tc.want.top, tc.moved)
 			}
 			if start, end := s.window(tc.n, tc.page); start != tc.start || end != tc.end {
