@@ -11,7 +11,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/mcp-confirm/mcp-confirm/guard"
 	"github.com/mcp-confirm/mcp-confirm/internal/closest"
+	"github.com/mcp-confirm/mcp-confirm/proxy"
 )
 
 // The command tree is cobra's: per-command help with positional arguments
@@ -95,12 +97,11 @@ or journal is given, else over the server after -- (or --config/--server).`,
 	root.SetVersionTemplate("mcp-confirm {{.Version}}\n")
 	root.SetUsageTemplate(usageTemplate)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return &usageError{cmd: cmd, err: err} })
-	root.CompletionOptions.HiddenDefaultCmd = false
 
 	pf := root.PersistentFlags()
 	pf.StringVar(&c.g.db, "db", "", "journal file (else $MCP_CONFIRM_DB, else $XDG_STATE_HOME/mcp-confirm/journal.db)")
 	pf.StringVar(&c.g.policy, "policy", "", "policy file (TOML; see README \"Policy\")")
-	pf.DurationVar(&c.g.timeout, "timeout", 0, fmt.Sprintf("write timeout per attempt (default %s)", defaultTimeoutText))
+	pf.DurationVar(&c.g.timeout, "timeout", 0, fmt.Sprintf("write timeout per attempt (default: the policy's, else %s; the proxy's %s)", guard.DefaultWriteTimeout, proxy.DefaultTimeout))
 	pf.BoolVar(&c.g.json, "json", false, "machine-readable output")
 	pf.StringVar(&c.g.config, "config", "", "host config file with mcpServers/servers (Claude, VS Code, Cursor)")
 	pf.StringVar(&c.g.server, "server", "", "which server in --config")

@@ -1,12 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcp-confirm/mcp-confirm/guard"
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 	"github.com/mcp-confirm/mcp-confirm/pending"
 	"github.com/mcp-confirm/mcp-confirm/termtext"
@@ -17,8 +17,6 @@ import (
 // the calls a command can act on, with their tool and age; --server offers
 // the servers in --config. Completion reads the journal read-only and never
 // starts a server: pressing TAB must not have effects.
-
-var defaultTimeoutText = guard.DefaultWriteTimeout.String()
 
 // callsFor chooses the calls a command's id completion offers.
 type callsFor int
@@ -38,7 +36,11 @@ func (c *cli) completeCalls(which callsFor) cobra.CompletionFunc {
 		}
 		g := c.g
 		quiet := &env{stdin: c.env.stdin, stdout: discard{}, stderr: discard{}, getenv: c.env.getenv}
-		j, _ := openJournalReadOnly(c.ctx, quiet, &g)
+		// No recovery: it is a brief writing open, and TAB must write nothing.
+		j, _ := openJournalWith(c.ctx, quiet, &g, func(ctx context.Context, path string, o pending.Options) (*pending.Journal, error) {
+			o.SkipRecovery = true
+			return pending.OpenReadOnly(ctx, path, o)
+		})
 		if j == nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

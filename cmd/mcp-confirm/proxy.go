@@ -130,25 +130,31 @@ func prepareProxy(ctx context.Context, e *env, logTo io.Writer, g *globalOpts, f
 		fmt.Fprintf(e.stderr, "mcp-confirm proxy: --log-max-mb must be at least 1 and --log-backups at least 0\nGive sizes like --log-max-mb 10 --log-backups 3.\n")
 		return nil, nil, exitBadInput
 	}
+	// What is open so far, closed in reverse if a later step refuses.
+	var opened []io.Closer
+	closeAll = func() {
+		for i := len(opened) - 1; i >= 0; i-- {
+			opened[i].Close()
+		}
+	}
 	logw := logTo
-	var logFile io.Closer = io.NopCloser(nil)
 	if f.logPath != "" {
 		lf, err := openLog(f.logPath, f.logMax, f.logBackups)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "mcp-confirm proxy: --log: %v\nGive a writable file.\n", err)
 			return nil, nil, exitBadInput
 		}
-		logw, logFile = lf, lf
+		logw, opened = lf, append(opened, lf)
 	}
 	j, code := openJournal(ctx, e, g)
 	if j == nil {
-		logFile.Close()
+		closeAll()
 		return nil, nil, code
 	}
+	opened = append(opened, j)
 	choice, err := serverSpec(e, g, filepath.Join(filepath.Dir(j.Path()), "demo-server.db"))
 	if err != nil {
-		j.Close()
-		logFile.Close()
+		closeAll()
 		fmt.Fprintf(e.stderr, "mcp-confirm proxy: %v\nRun 'mcp-confirm proxy --help' for server selection.\n", err)
 		return nil, nil, exitBadInput
 	}
@@ -157,5 +163,5 @@ func prepareProxy(ctx context.Context, e *env, logTo io.Writer, g *globalOpts, f
 		Logger:       slog.New(slog.NewTextHandler(logw, nil)).With("from", "mcp-confirm proxy"),
 		ServerStderr: logw,
 	})
-	return p, func() { j.Close(); logFile.Close() }, exitOK
+	return p, closeAll, exitOK
 }
