@@ -65,13 +65,11 @@ func (p *Policy) Check(tools []mcp.Tool) []PolicyProblem {
 				Problem: fmt.Sprintf("the server lists no tool %q, so this section never applies", name)})
 		}
 		if tp.QueryTool != "" {
-			q, ok := byName[tp.QueryTool]
-			switch kind, src := p.Classify(q); {
-			case !ok:
+			if q, ok := byName[tp.QueryTool]; !ok {
 				near, _ := closest.Name(tp.QueryTool, names)
 				out = append(out, PolicyProblem{Section: section, Nearest: near,
 					Problem: fmt.Sprintf("query_tool %q is not a tool of the server", tp.QueryTool)})
-			case kind == pending.KindWrite:
+			} else if kind, src := p.Classify(q); kind == pending.KindWrite {
 				out = append(out, PolicyProblem{Section: section, Problem: fmt.Sprintf(
 					"query_tool %q is a write (%s): a query must only read; say kind = \"read\" in [tools.%s] if it does",
 					tp.QueryTool, whyWrite[src], tp.QueryTool)})
