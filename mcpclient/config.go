@@ -12,10 +12,13 @@ import (
 	"strings"
 )
 
-// ServerSpec says how to start one MCP server over stdio.
+// ServerSpec says how to reach one MCP server: a command started over
+// stdio, or (URL set) a remote server over Streamable HTTP (NewRemote).
 type ServerSpec struct {
-	Name    string   // the name in the config file; "" when given on the command line
-	Command string   // run directly, never through a shell
+	Name    string            // the name in the config file; "" when given on the command line
+	URL     string            // a remote server's endpoint; then Command is empty
+	Headers map[string]string // sent with every HTTP request (a bearer token, say)
+	Command string            // run directly, never through a shell
 	Args    []string // passed as given
 	Env     []string // extra KEY=VAL entries, added to os.Environ()
 	Dir     string   // working directory; "" for the current one

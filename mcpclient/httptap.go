@@ -1,0 +1,253 @@
+package mcpclient
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+)
+
+// httpTap is the http.RoundTripper under mcp-go's Streamable HTTP client.
+// It watches every POST that carries one of our tools/call requests and
+// records, in an exchange, what the decision needs and mcp-go's errors do
+// not say exactly: whether a connection was ever made (so whether a byte
+// could have left), the status, and the JSON-RPC answer to that request as
+// the server wrote it (its bytes, judged by the same classify as on stdio).
+//
+// mcp-go's own reading of the answer is ignored for tools/call: a gateway's
+// 502 body that happens to parse as JSON is not an answer, and an answer is
+// judged once, the same way on every transport.
+type httpTap struct {
+	base http.RoundTripper
+
+	mu    sync.Mutex           // guards following
+	calls map[string]*exchange // by progress token: the call's latest request
+}
+
+// exchange is what the tap saw of the latest tools/call request of one call.
+type exchange struct {
+	id          string // its JSON-RPC id, as text (rpcIDText)
+	connected   bool   // a connection was obtained: bytes may have left
+	sessionSent bool   // the request carried an Mcp-Session-Id
+	status      int    // 0: no response headers came
+	answer      []byte // the JSON-RPC response with our id; nil if none came
+	lastEventID string // the last SSE event id seen on its stream
+	broken      error  // the response stream broke (not a clean end)
+	err         error  // what RoundTrip returned, if it failed
+}
+
+func newHTTPTap(base http.RoundTripper) *httpTap {
+	return &httpTap{base: base, calls: map[string]*exchange{}}
+}
+
+// watch starts tracking the call whose requests carry token.
+func (t *httpTap) watch(token string) {
+	t.mu.Lock()
+	t.calls[token] = &exchange{}
+	t.mu.Unlock()
+}
+
+// done stops tracking token and returns what was seen of its latest request.
+func (t *httpTap) done(token string) exchange {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	x := t.calls[token]
+	delete(t.calls, token)
+	if x == nil {
+		return exchange{}
+	}
+	return *x
+}
+
+// toolsCallHead is the part of a request body the tap reads.
+type toolsCallHead struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		Meta struct {
+			ProgressToken any `json:"progressToken"`
+		} `json:"_meta"`
+	} `json:"params"`
+}
+
+// RoundTrip passes req on, watching it when it is a tools/call of a
+// tracked call.
+func (t *httpTap) RoundTrip(req *http.Request) (*http.Response, error) {
+	x := t.exchangeOf(req)
+	if x == nil {
+		return t.base.RoundTrip(req)
+	}
+	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
+		t.mu.Lock()
+		x.connected = true
+		t.mu.Unlock()
+	}}
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+	resp, err := t.base.RoundTrip(req)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err != nil {
+		x.err = err
+		return nil, err
+	}
+	x.status = resp.StatusCode
+	media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch media {
+	case "text/event-stream":
+		resp.Body = &sseTap{t: t, x: x, body: resp.Body}
+	case "application/json":
+		// Read whole here, so the answer is recorded before mcp-go's
+		// decoder, which may stop short of the end, sees it.
+		body, rerr := io.ReadAll(io.LimitReader(resp.Body, int64(lineLimit.Load())+1))
+		resp.Body.Close()
+		if rerr != nil {
+			x.broken = rerr
+		}
+		t.noteMessage(x, bytes.TrimSpace(body))
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	return resp, nil
+}
+
+// exchangeOf is the exchange a request belongs to, nil when it is not a
+// tools/call of a tracked call. The body is read and put back.
+func (t *httpTap) exchangeOf(req *http.Request) *exchange {
+	if req.Method != http.MethodPost || req.Body == nil || req.GetBody == nil {
+		return nil
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return nil
+	}
+	defer body.Close()
+	var head toolsCallHead
+	if json.NewDecoder(body).Decode(&head) != nil || head.Method != "tools/call" {
+		return nil
+	}
+	token, ok := head.Params.Meta.ProgressToken.(string)
+	if !ok {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, tracked := t.calls[token]; !tracked {
+		return nil
+	}
+	// A multi round-trip call sends several requests; only the latest can
+	// carry its outcome.
+	x := &exchange{id: rpcIDText(string(head.ID)), sessionSent: req.Header.Get("Mcp-Session-Id") != ""}
+	t.calls[token] = x
+	return x
+}
+
+// noteMessage keeps msg as x's answer when it is the response to x's
+// request (it has x's id and no method). Called with mu held.
+func (t *httpTap) noteMessage(x *exchange, msg []byte) {
+	if x.answer != nil || len(msg) == 0 {
+		return
+	}
+	var head struct {
+		ID     json.RawMessage `json:"id"`
+		Method *string         `json:"method"`
+	}
+	if json.Unmarshal(msg, &head) != nil || head.Method != nil || rpcIDText(string(head.ID)) != x.id {
+		return
+	}
+	x.answer = bytes.Clone(msg)
+}
+
+// sseTap reads an SSE response stream on mcp-go's behalf, noting each
+// event's id and the response to the watched request as they pass.
+type sseTap struct {
+	t    *httpTap
+	x    *exchange
+	body io.ReadCloser
+
+	pending []byte       // bytes of an unfinished line
+	data    bytes.Buffer // the data of the event being read
+	id      string       // the last id field
+	over    bool         // the event being read is over the line limit
+}
+
+func (s *sseTap) Read(p []byte) (int, error) {
+	n, err := s.body.Read(p)
+	s.scan(p[:n])
+	if err != nil && !errors.Is(err, io.EOF) {
+		s.t.mu.Lock()
+		s.x.broken = err
+		s.t.mu.Unlock()
+	}
+	return n, err
+}
+
+func (s *sseTap) Close() error { return s.body.Close() }
+
+// scan feeds the stream's bytes through an SSE line parser (the event
+// stream format of the HTML standard: id and data fields, a blank line
+// dispatches). Memory is bounded by the line limit: a longer event is
+// dropped here (mcp-go decides what to make of it; for us it is no answer).
+func (s *sseTap) scan(b []byte) {
+	s.pending = append(s.pending, b...)
+	for {
+		i := bytes.IndexByte(s.pending, '\n')
+		if i < 0 {
+			break
+		}
+		s.line(bytes.TrimSuffix(s.pending[:i], []byte("\r")))
+		s.pending = s.pending[i+1:]
+	}
+	if limit := int(lineLimit.Load()); len(s.pending) > limit {
+		s.pending, s.over = s.pending[:0], true
+	}
+}
+
+func (s *sseTap) line(l []byte) {
+	field, value, _ := bytes.Cut(l, []byte(":"))
+	value = bytes.TrimPrefix(value, []byte(" "))
+	switch {
+	case len(l) == 0:
+		s.t.mu.Lock()
+		if s.id != "" {
+			s.x.lastEventID = s.id
+		}
+		if !s.over {
+			s.t.noteMessage(s.x, bytes.TrimSpace(s.data.Bytes()))
+		}
+		s.t.mu.Unlock()
+		s.data.Reset()
+		s.over = false
+	case string(field) == "data":
+		if s.over || s.data.Len()+len(value) > int(lineLimit.Load()) {
+			s.over = true
+			return
+		}
+		if s.data.Len() > 0 {
+			s.data.WriteByte('\n')
+		}
+		s.data.Write(value)
+	case string(field) == "id":
+		s.id = string(value)
+	}
+}
+
+// errIdempotencyHeader: Go's HTTP client resends a POST on its own, on a
+// fresh connection, when the request carries one of these headers and the
+// first connection closes (net/http's isReplayable). mcp-confirm never lets
+// anything resend a write behind its back, so they are refused.
+var errIdempotencyHeader = errors.New("an Idempotency-Key header makes Go's HTTP client resend a POST by itself; " +
+	"mcp-confirm sends the key in _meta and the key argument instead")
+
+func checkHeaders(h map[string]string) error {
+	for k := range h {
+		switch http.CanonicalHeaderKey(k) {
+		case "Idempotency-Key", "X-Idempotency-Key":
+			return fmt.Errorf("header %s: %w", k, errIdempotencyHeader)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,419 @@
+package mcpclient
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Remote is a client for one MCP server over Streamable HTTP: the same
+// promises as Client (an honest Delivery for every call), with the failure
+// rules of HTTP (SPEC §9, decideHTTP). mcp-go's transport speaks the
+// protocol, in the era the server offers; the tap under it (httpTap) sees
+// what left and what came back. Safe for concurrent use.
+//
+// Not yet: resuming a broken SSE stream with Last-Event-ID, answers that
+// come after a call ended (there is no late result over HTTP: the call's
+// stream is closed when it ends), server requests (sampling, elicitation).
+type Remote struct {
+	spec  ServerSpec
+	opts  Options
+	tap   *httpTap
+	httpc *http.Client
+
+	tokenPrefix string
+	tokenSeq    atomic.Uint64
+
+	startSem chan struct{} // one connect at a time
+
+	mu       sync.Mutex // guards following
+	cur      *remoteSession
+	n        int // number of the last session that completed its handshake
+	starting bool
+	tried    bool
+	closed   bool
+	progress map[string]func(Progress) // running calls' progress, by token
+}
+
+// remoteSession is one MCP session over HTTP: one initialize (or discover).
+type remoteSession struct {
+	n    int
+	mc   *client.Client
+	info ServerInfo
+	dead atomic.Bool // the server said the session is gone (404)
+}
+
+// NewRemote returns a client for spec.URL; nothing is sent until Start,
+// Call or Tools. Headers that would let Go's HTTP client resend a POST by
+// itself are refused.
+func NewRemote(spec ServerSpec, opts Options) (*Remote, error) {
+	if spec.URL == "" {
+		return nil, errors.New("no server URL")
+	}
+	if err := checkHeaders(spec.Headers); err != nil {
+		return nil, err
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	tap := newHTTPTap(http.DefaultTransport.(*http.Transport).Clone())
+	return &Remote{
+		spec: spec, opts: opts.withDefaults(), tap: tap,
+		// Redirects are not followed: a POST sent on to another place is a
+		// second send the journal never saw (and our headers with it).
+		httpc: &http.Client{Transport: tap, CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		}},
+		tokenPrefix: "mcp-confirm-" + hex.EncodeToString(b[:]) + "-",
+		startSem:    make(chan struct{}, 1),
+		progress:    map[string]func(Progress){},
+	}, nil
+}
+
+// Start connects and completes the handshake.
+func (r *Remote) Start(ctx context.Context) error {
+	_, err := r.session(ctx)
+	return err
+}
+
+func (r *Remote) live() (*remoteSession, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, ErrClosed
+	}
+	if r.cur != nil && !r.cur.dead.Load() {
+		return r.cur, nil
+	}
+	return nil, nil
+}
+
+func (r *Remote) session(ctx context.Context) (*remoteSession, error) {
+	if s, err := r.live(); s != nil || err != nil {
+		return s, err
+	}
+	select {
+	case r.startSem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("connect to %s: %w", r.spec.URL, ctx.Err())
+	}
+	defer func() { <-r.startSem }()
+	if s, err := r.live(); s != nil || err != nil {
+		return s, err
+	}
+	r.mu.Lock()
+	n := r.n + 1
+	r.starting, r.tried = true, true
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.starting = false
+		r.mu.Unlock()
+	}()
+	s, err := r.connect(ctx, n)
+	if err != nil {
+		return nil, &StartError{Server: r.spec.URL, Session: n, Err: err}
+	}
+	r.mu.Lock()
+	old := r.cur
+	r.cur, r.n = s, n
+	r.mu.Unlock()
+	if old != nil {
+		_ = old.mc.Close()
+	}
+	r.opts.Logger.Info("mcp session started", "session", n, "url", r.spec.URL, "server", s.info.Name,
+		"protocol", s.info.Protocol)
+	if r.opts.OnSession != nil {
+		r.opts.OnSession(n)
+	}
+	return s, nil
+}
+
+func (r *Remote) connect(ctx context.Context, n int) (*remoteSession, error) {
+	tr, err := transport.NewStreamableHTTP(r.spec.URL, transport.WithHTTPBasicClient(r.httpc),
+		transport.WithHTTPHeaders(r.spec.Headers))
+	if err != nil {
+		return nil, err
+	}
+	mc := client.NewClient(tr, client.WithDiscoverTimeout(r.opts.ProbeTimeout))
+	ctx, cancel := context.WithTimeout(ctx, r.opts.StartTimeout)
+	defer cancel()
+	if err := mc.Start(ctx); err != nil {
+		return nil, err
+	}
+	mc.OnNotification(r.onNotification)
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: r.opts.ClientName, Version: r.opts.ClientVersion}
+	res, err := mc.Initialize(ctx, req)
+	if err != nil {
+		_ = mc.Close()
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("no answer to the handshake in time (start timeout %s): %w", r.opts.StartTimeout, err)
+		}
+		return nil, fmt.Errorf("handshake: %w", err)
+	}
+	return &remoteSession{n: n, mc: mc, info: ServerInfo{Name: res.ServerInfo.Name, Version: res.ServerInfo.Version,
+		Protocol: mc.ProtocolVersion(), Title: res.ServerInfo.Title, Instructions: res.Instructions}}, nil
+}
+
+func (r *Remote) onNotification(n mcp.JSONRPCNotification) {
+	if n.Method != "notifications/progress" {
+		return
+	}
+	f := n.Params.AdditionalFields
+	token, _ := f["progressToken"].(string)
+	r.mu.Lock()
+	deliver := r.progress[token]
+	r.mu.Unlock()
+	if deliver == nil {
+		return
+	}
+	p := Progress{At: time.Now()}
+	p.Progress, _ = f["progress"].(float64)
+	p.Total, _ = f["total"].(float64)
+	p.Message, _ = f["message"].(string)
+	deliver(p)
+}
+
+// Close ends the current session. Calls still running end as unknown.
+func (r *Remote) Close() error {
+	r.mu.Lock()
+	r.closed = true
+	s := r.cur
+	r.mu.Unlock()
+	if s != nil {
+		_ = s.mc.Close()
+	}
+	r.startSem <- struct{}{}
+	<-r.startSem
+	return nil
+}
+
+// ServerInfo is what the server of the current (or last) session declared.
+func (r *Remote) ServerInfo() ServerInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cur == nil {
+		return ServerInfo{}
+	}
+	return r.cur.info
+}
+
+// Session is the number of the current (or last) session.
+func (r *Remote) Session() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
+
+// State reports the connection's life, in Client's terms.
+func (r *Remote) State() SessionState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.closed:
+		return StateClosed
+	case r.starting && r.n > 0:
+		return StateRestarting
+	case r.starting:
+		return StateStarting
+	case r.cur != nil && !r.cur.dead.Load():
+		return StateRunning
+	case r.tried:
+		return StateExited
+	}
+	return StateNew
+}
+
+// Stderr is empty: a remote server's stderr is not ours to read.
+func (r *Remote) Stderr() []string { return nil }
+
+// Tools lists the server's tools (all pages).
+func (r *Remote) Tools(ctx context.Context) ([]mcp.Tool, error) {
+	s, err := r.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lctx, cancel := context.WithTimeoutCause(ctx, r.opts.ListTimeout, errListClock)
+	res, err := s.mc.ListTools(lctx, mcp.ListToolsRequest{})
+	expired := context.Cause(lctx) == errListClock
+	cancel()
+	if err != nil {
+		if expired {
+			return nil, &ListTimeoutError{Within: r.opts.ListTimeout}
+		}
+		if errors.Is(err, transport.ErrSessionTerminated) {
+			s.dead.Store(true)
+		}
+		return nil, fmt.Errorf("list tools (session %d): %w", s.n, err)
+	}
+	return res.Tools, nil
+}
+
+// Call sends one tools/call and reports what is known about it (decideHTTP).
+// It never resends on its own, but for the one case SPEC §9 allows: the
+// server refused the request because it no longer knows the session (404),
+// so it was not run; then it is sent once more, with the same key, on a new
+// session, and Delivery.Resent says why.
+func (r *Remote) Call(ctx context.Context, tool string, args map[string]any, o CallOptions) Delivery {
+	if o.KeyArg != "" && o.Key == "" {
+		return Delivery{Kind: DeliveryNotSent, EndedAt: time.Now(),
+			Err: fmt.Errorf("call %s: key argument %q set without a key", tool, o.KeyArg)}
+	}
+	out := r.callOnce(ctx, tool, args, o)
+	var refused *RefusedError
+	if errors.As(out.Err, &refused) && refused.SessionExpired && ctx.Err() == nil {
+		first := out
+		out = r.callOnce(ctx, tool, args, o)
+		out.Resent = fmt.Sprintf("session %d expired before the request ran (HTTP 404); sent once more on a new session with the same key",
+			first.Session)
+	}
+	return out
+}
+
+func (r *Remote) callOnce(ctx context.Context, tool string, args map[string]any, o CallOptions) Delivery {
+	s, err := r.session(ctx)
+	if err != nil {
+		return Delivery{Kind: DeliveryNotSent, EndedAt: time.Now(), Err: fmt.Errorf("call %s: %w", tool, err)}
+	}
+	token := string(strconv.AppendUint([]byte(r.tokenPrefix), r.tokenSeq.Add(1), 10))
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	clocks := newCallClocks(o, cancel)
+	events := newCallEvents()
+	eventsDone := make(chan struct{})
+	go func() {
+		defer close(eventsDone)
+		events.run(s.n, o.OnSent, o.OnProgress)
+	}()
+	r.mu.Lock()
+	r.progress[token] = func(p Progress) {
+		clocks.progress()
+		events.progress(p)
+	}
+	r.mu.Unlock()
+	r.tap.watch(token)
+
+	began := time.Now()
+	_, err = s.mc.CallTool(callCtx, toolsCallRequest(tool, args, token, o))
+	clocks.stop()
+	r.mu.Lock()
+	delete(r.progress, token)
+	r.mu.Unlock()
+	x := r.tap.done(token)
+
+	reason, reasonErr := unknownReason(err, ctx, callCtx, false)
+	out := decideHTTP(x, err, reason, reasonErr)
+	out.Session, out.EndedAt = s.n, time.Now()
+	if out.Kind != DeliveryNotSent {
+		out.SentAt, out.RPCID = began, x.id
+		events.sent(x.id)
+	}
+	var refused *RefusedError
+	if errors.As(out.Err, &refused) && refused.SessionExpired {
+		s.dead.Store(true)
+	}
+	if out.Kind == DeliveryUnknown && x.id != "" && context.Cause(callCtx) != nil {
+		// A disconnect is not a cancel before 2026-07-28: say it.
+		r.sendCancel(s, x.id, context.Cause(callCtx))
+	}
+	if out.Err != nil && out.Kind != DeliveryRPCError {
+		out.Err = fmt.Errorf("call %s (session %d): %w", tool, s.n, out.Err)
+	}
+	events.close()
+	<-eventsDone
+	return out
+}
+
+func toolsCallRequest(tool string, args map[string]any, token string, o CallOptions) mcp.CallToolRequest {
+	req := mcp.CallToolRequest{}
+	req.Params.Name = tool
+	req.Params.Meta = &mcp.Meta{ProgressToken: token}
+	if o.Key != "" {
+		req.Params.Meta.AdditionalFields = map[string]any{KeyMetaField: o.Key}
+	}
+	switch {
+	case o.KeyArg != "":
+		a := make(map[string]any, len(args)+1)
+		for k, v := range args {
+			a[k] = v
+		}
+		a[o.KeyArg] = o.Key
+		req.Params.Arguments = a
+	case o.RawArgs != nil:
+		req.Params.RawArguments = o.RawArgs
+	default:
+		req.Params.Arguments = args
+	}
+	return req
+}
+
+// sendCancel sends notifications/cancelled for request id, best effort, in
+// the background.
+func (r *Remote) sendCancel(s *remoteSession, id string, cause error) {
+	var reqID any = id
+	if n, err := strconv.ParseInt(id, 10, 64); err == nil {
+		reqID = n
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION}
+		n.Method = "notifications/cancelled"
+		n.Params.AdditionalFields = map[string]any{"requestId": reqID, "reason": cause.Error()}
+		if err := s.mc.GetTransport().SendNotification(ctx, n); err != nil {
+			r.opts.Logger.Debug("cancel not delivered", "id", id, "err", err)
+		}
+	}()
+}
+
+// callClocks are a call's idle and absolute clocks.
+type callClocks struct {
+	mu   sync.Mutex // guards idle
+	idle *time.Timer
+	dur  time.Duration
+	abs  *time.Timer
+}
+
+func newCallClocks(o CallOptions, cancel context.CancelCauseFunc) *callClocks {
+	c := &callClocks{dur: o.IdleTimeout}
+	if o.IdleTimeout > 0 {
+		c.idle = time.AfterFunc(o.IdleTimeout, func() { cancel(errCauseIdle) })
+	}
+	if o.MaxTotal > 0 {
+		c.abs = time.AfterFunc(o.MaxTotal, func() { cancel(errCauseAbsolute) })
+	}
+	return c
+}
+
+// progress resets the idle clock (when it has not fired).
+func (c *callClocks) progress() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.idle != nil && c.idle.Stop() {
+		c.idle.Reset(c.dur)
+	}
+}
+
+func (c *callClocks) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.idle != nil {
+		c.idle.Stop()
+		c.idle = nil
+	}
+	if c.abs != nil {
+		c.abs.Stop()
+	}
+}
