@@ -19,9 +19,9 @@ type ServerSpec struct {
 	URL     string            // a remote server's endpoint; then Command is empty
 	Headers map[string]string // sent with every HTTP request (a bearer token, say)
 	Command string            // run directly, never through a shell
-	Args    []string // passed as given
-	Env     []string // extra KEY=VAL entries, added to os.Environ()
-	Dir     string   // working directory; "" for the current one
+	Args    []string          // passed as given
+	Env     []string          // extra KEY=VAL entries, added to os.Environ()
+	Dir     string            // working directory; "" for the current one
 }
 
 // ErrConfig marks a config file that cannot be used as written.
