@@ -119,6 +119,7 @@ type serverEntry struct {
 	Env     map[string]json.RawMessage `json:"env"`
 	Cwd     string                     `json:"cwd"`
 	URL     string                     `json:"url"`
+	Headers map[string]json.RawMessage `json:"headers"`
 	EnvFile string                     `json:"envFile"`
 }
 
@@ -146,14 +147,13 @@ func parseConfig(data []byte, name, workspace string) (ServerSpec, error) {
 	if err := json.Unmarshal(raw, &e); err != nil {
 		return ServerSpec{}, fmt.Errorf("%w: server %q: %v", ErrConfig, name, err)
 	}
-	if e.Type != "" && e.Type != "stdio" {
-		return ServerSpec{}, fmt.Errorf("%w: server %q has type %q; only stdio servers (a command to run) are supported", ErrConfig, name, e.Type)
-	}
-	if e.Command == "" {
-		if e.URL != "" {
-			return ServerSpec{}, fmt.Errorf("%w: server %q is a remote server (url %s); only stdio servers (a command to run) are supported", ErrConfig, name, e.URL)
-		}
-		return ServerSpec{}, fmt.Errorf(`%w: server %q has no "command"`, ErrConfig, name)
+	switch {
+	case e.URL != "" && e.Command == "":
+		return remoteEntry(name, workspace, e)
+	case e.Type != "" && e.Type != "stdio":
+		return ServerSpec{}, fmt.Errorf("%w: server %q has type %q without a \"url\"", ErrConfig, name, e.Type)
+	case e.Command == "":
+		return ServerSpec{}, fmt.Errorf(`%w: server %q has no "command" or "url"`, ErrConfig, name)
 	}
 	if e.EnvFile != "" {
 		return ServerSpec{}, fmt.Errorf(`%w: server %q uses "envFile", which is not supported; put the variables in "env"`, ErrConfig, name)
@@ -196,6 +196,51 @@ func parseConfig(data []byte, name, workspace string) (ServerSpec, error) {
 	return spec, nil
 }
 
+// remoteEntry is a config's remote server: {"type": "http", "url": ...,
+// "headers": {...}} (Claude Code, VS Code) or {"url": ...} (Cursor).
+func remoteEntry(name, workspace string, e serverEntry) (ServerSpec, error) {
+	switch e.Type {
+	case "", "http", "streamable-http", "streamableHttp":
+	case "sse":
+		return ServerSpec{}, fmt.Errorf("%w: server %q uses the old HTTP+SSE transport (type \"sse\"), which mcp-confirm does not speak; "+
+			"most servers also serve Streamable HTTP: try its /mcp endpoint with type \"http\"", ErrConfig, name)
+	default:
+		return ServerSpec{}, fmt.Errorf("%w: server %q has type %q; want \"http\" for a url", ErrConfig, name, e.Type)
+	}
+	x := expander{server: name, workspace: workspace}
+	spec := ServerSpec{Name: name, URL: x.expand("url", e.URL)}
+	for k, raw := range e.Headers {
+		v, err := scalar(raw)
+		if err != nil {
+			return ServerSpec{}, fmt.Errorf("%w: server %q: header %s: %v", ErrConfig, name, k, err)
+		}
+		if spec.Headers == nil {
+			spec.Headers = map[string]string{}
+		}
+		spec.Headers[k] = x.expand("header "+k, v)
+	}
+	if x.err != nil {
+		return ServerSpec{}, x.err
+	}
+	return spec, nil
+}
+
+// ExpandHeader is a --header value with ${NAME} taken from the environment,
+// so that a token is not typed on the command line. An unset variable is an
+// error: a request with an empty token is worse than none.
+func ExpandHeader(s string) (string, error) {
+	var err error
+	out := varPattern.ReplaceAllStringFunc(s, func(m string) string {
+		name := strings.TrimPrefix(m[2:len(m)-1], "env:")
+		v, ok := os.LookupEnv(name)
+		if !ok && err == nil {
+			err = fmt.Errorf("%s is not set in the environment", m)
+		}
+		return v
+	})
+	return out, err
+}
+
 // scalar accepts a JSON string, number or bool: config files written by hand
 // put ports and flags as numbers.
 func scalar(raw json.RawMessage) (string, error) {
@@ -213,7 +258,10 @@ func scalar(raw json.RawMessage) (string, error) {
 	}
 }
 
-var varPattern = regexp.MustCompile(`\$\{([^}]*)\}`)
+var (
+	varPattern = regexp.MustCompile(`\$\{([^}]*)\}`)
+	envName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
 
 // expander resolves the VS Code variables that need no editor: ${env:NAME},
 // ${userHome}, ${workspaceFolder}. ${input:...} asks the user in the editor;
@@ -243,6 +291,13 @@ func (x *expander) expand(field, s string) string {
 			return home
 		case v == "workspaceFolder":
 			return x.workspace
+		case envName.MatchString(v):
+			// Claude Code's form: ${NAME} is an environment variable.
+			val, ok := os.LookupEnv(v)
+			if !ok {
+				x.fail(fmt.Errorf("%w: server %q: %s uses %s, which is not set in the environment", ErrConfig, x.server, field, m))
+			}
+			return val
 		default:
 			x.fail(fmt.Errorf("%w: server %q: %s uses %s, which mcp-confirm does not resolve; replace it with the value", ErrConfig, x.server, field, m))
 		}

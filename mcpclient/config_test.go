@@ -48,14 +48,25 @@ func TestParseConfig(t *testing.T) {
 		{name: "unknown variable refused", json: `{"servers": {"s": {"command": "${command:pick}"}}}`, server: "s", wantErr: "does not resolve"},
 		{name: "unknown name lists names", json: `{"mcpServers": {"b": {"command": "x"}, "a": {"command": "y"}}}`, server: "c", wantErr: `no server named "c" (available: a, b)`},
 		{name: "several, no name", json: `{"mcpServers": {"b": {"command": "x"}, "a": {"command": "y"}}}`, server: "", wantErr: "available: a, b"},
-		{name: "http type refused", json: `{"servers": {"r": {"type": "http", "url": "https://example.invalid/mcp"}}}`, server: "r", wantErr: `type "http"`},
-		{name: "url without command refused", json: `{"mcpServers": {"r": {"url": "https://example.invalid/sse"}}}`, server: "r", wantErr: "remote server"},
+		{
+			name:   "http entry with a header from the environment (Claude Code, VS Code)",
+			json:   `{"servers": {"r": {"type": "http", "url": "https://example.invalid/mcp", "headers": {"Authorization": "Bearer ${MCPCLIENT_TEST_TOKEN}"}}}}`,
+			server: "r",
+			want: mcpclient.ServerSpec{Name: "r", URL: "https://example.invalid/mcp",
+				Headers: map[string]string{"Authorization": "Bearer s3cret"}},
+		},
+		{name: "url entry (Cursor)", json: `{"mcpServers": {"r": {"url": "https://example.invalid/mcp"}}}`, server: "r",
+			want: mcpclient.ServerSpec{Name: "r", URL: "https://example.invalid/mcp"}},
+		{name: "unset header variable refused", json: `{"mcpServers": {"r": {"url": "https://x.invalid/mcp", "headers": {"X-Key": "${MCPCLIENT_TEST_UNSET}"}}}}`, server: "r", wantErr: "not set in the environment"},
+		{name: "old sse transport refused", json: `{"mcpServers": {"r": {"type": "sse", "url": "https://example.invalid/sse"}}}`, server: "r", wantErr: "HTTP+SSE"},
+		{name: "http type without url refused", json: `{"servers": {"r": {"type": "http"}}}`, server: "r", wantErr: `without a "url"`},
 		{name: "no command", json: `{"mcpServers": {"r": {"args": ["x"]}}}`, server: "r", wantErr: `no "command"`},
 		{name: "envFile refused", json: `{"servers": {"r": {"command": "x", "envFile": ".env"}}}`, server: "r", wantErr: "envFile"},
 		{name: "neither shape", json: `{"mcp": {"servers": {}}}`, server: "r", wantErr: `no "mcpServers"`},
 		{name: "not json", json: `{"servers": {,}}`, server: "r", wantErr: "not valid JSON"},
 		{name: "object arg refused", json: `{"servers": {"r": {"command": "x", "args": [{"a": 1}]}}}`, server: "r", wantErr: "want a string"},
 	}
+	t.Setenv("MCPCLIENT_TEST_TOKEN", "s3cret")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := mcpclient.ParseConfig([]byte(tt.json), tt.server)
