@@ -57,6 +57,9 @@ type Engine interface {
 	Ack(ctx context.Context, id int64, note string) error
 	ListTools(ctx context.Context) ([]mcp.Tool, error)
 	Classify(t mcp.Tool) (pending.Kind, pending.KindSource)
+	// KeyArg is the argument the tool's idempotency key goes in: the
+	// policy's key_arg, else the schema's (guard.Guard.KeyArg).
+	KeyArg(t mcp.Tool) string
 }
 
 // ServerStatus is what the status bar shows of the server (mcpclient.Client).

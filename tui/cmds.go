@@ -213,7 +213,7 @@ func listToolsCmd(e Engine) tea.Cmd {
 		for _, t := range tools {
 			kind, src := e.Classify(t)
 			out = append(out, toolInfo{Tool: t, Name: displayName(t.Name), Desc: clean(t.Description),
-				Kind: kind, KindSource: src, KeyArg: clean(guard.KeyArg(t, ""))})
+				Kind: kind, KindSource: src, KeyArg: e.KeyArg(t)})
 		}
 		return toolsLoadedMsg{Tools: out}
 	}

@@ -71,7 +71,10 @@ type toolInfo struct {
 	Desc       string // sanitised, one line
 	Kind       pending.Kind
 	KindSource pending.KindSource
-	KeyArg     string
+	// KeyArg is the argument the key goes in (Engine.KeyArg), as the
+	// server spells it: compare it with schema names as it is, clean it
+	// to print it.
+	KeyArg string
 }
 
 // journalChangedMsg: the journal changed (this or another process).
