@@ -58,10 +58,13 @@ type callLoadedMsg struct {
 	Err  error
 }
 
-// toolsLoadedMsg is the server's tools, classified by the guard.
+// toolsLoadedMsg is the server's tools, classified by the guard, and what
+// in the policy will not apply to them (guard.Policy.Check, one sanitised
+// line each).
 type toolsLoadedMsg struct {
-	Tools []toolInfo
-	Err   error
+	Tools          []toolInfo
+	PolicyProblems []string
+	Err            error
 }
 
 // toolInfo is a tool as the console shows it.
