@@ -154,13 +154,23 @@ func (m Model) topBar() string {
 	return left + strings.Repeat(" ", gap) + right
 }
 
-// messageLines is how many lines the message area takes: two, and one
-// more in the guided demo, whose guide line has its own.
+// guideWide is the width from which the guided demo's outcome line and
+// guide line fit in three lines; narrower, each may need two.
+const guideWide = 120
+
+// messageLines is how many lines the message area takes: two, and in the
+// guided demo, whose guide has lines of its own, three, or four below
+// guideWide columns, so that neither the outcome nor the guide is cut
+// at 80 columns. It depends on the width only, so the screen above does
+// not jump as messages come and go.
 func (m *Model) messageLines() int {
-	if m.sh.opts.Demo {
-		return 3
+	switch {
+	case !m.sh.opts.Demo:
+		return 2
+	case m.w < guideWide:
+		return 4
 	}
-	return 2
+	return 3
 }
 
 // messageLine is the message area: what the last action did (to which
