@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-confirm/mcp-confirm/internal/testbin"
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 )
 
@@ -106,7 +107,7 @@ func TestBrokenServersFailToStart(t *testing.T) {
 // stderr reaches Options.Stderr, and only the last lines are kept.
 func TestStderrFlood(t *testing.T) {
 	noLeak(t)
-	var all syncBuffer
+	var all testbin.Buffer
 	opts := testOptions()
 	opts.Stderr = &all
 	opts.StderrLines = 5

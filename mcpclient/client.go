@@ -98,9 +98,12 @@ type Client struct {
 	tokenPrefix string
 	tokenSeq    atomic.Uint64
 
-	startSem chan struct{} // one session start at a time
+	// startSem is a lock held across a whole session start (spawn and
+	// handshake), so that one start runs at a time; it is taken before mu
+	// (lock order: see tap).
+	startSem chan struct{}
 
-	mu       sync.Mutex
+	mu       sync.Mutex // guards following
 	cur      *session
 	n        int  // number of the last session that completed its handshake
 	starting bool // a session is being spawned

@@ -1,12 +1,10 @@
 package mcpclient_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
@@ -22,25 +20,18 @@ import (
 // hostileBin the misbehaving one (testdata/hostile).
 var fixtureBin, hostileBin string
 
+var bins testbin.Binaries
+
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "mcpclient-fixture-")
+	var err error
+	if fixtureBin, err = bins.Build("fixture", "./testdata/fixture"); err == nil {
+		hostileBin, err = bins.Build("hostile", "./testdata/hostile")
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fixtureBin = filepath.Join(dir, "fixture")
-	if err := testbin.Build(fixtureBin, "./testdata/fixture"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	hostileBin = filepath.Join(dir, "hostile")
-	if err := testbin.Build(hostileBin, "./testdata/hostile"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(bins.Run(m))
 }
 
 // noLeak fails the test if goroutines started during it are still running
@@ -192,24 +183,6 @@ func (s *lateSink) wait(t *testing.T, key string) mcpclient.LateResult {
 			t.Fatalf("no late result for %s", key)
 		}
 	}
-}
-
-// syncBuffer is a goroutine-safe bytes.Buffer for Options.Stderr.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // waitFor polls cond up to the hang bound.

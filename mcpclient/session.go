@@ -66,9 +66,9 @@ type session struct {
 	goneCtx  context.Context
 	goneStop context.CancelFunc
 
-	mu          sync.Mutex
-	goneCause   string // why the session ended, for error messages
-	exitedFirst bool   // the child exited on its own, before we stopped it
+	mu          sync.Mutex // guards following; written once by monitor, before causeSet closes
+	goneCause   string     // why the session ended, for error messages
+	exitedFirst bool       // the child exited on its own, before we stopped it
 }
 
 // spawn starts the child process; the handshake is separate.

@@ -17,8 +17,8 @@ const maxStderrLine = 1024
 type stderrTail struct {
 	mirror io.Writer
 
-	mu      sync.Mutex
-	lines   []string // ring
+	mu      sync.Mutex // guards following; never held across a write to mirror
+	lines   []string   // ring
 	next    int
 	full    bool
 	partial []byte

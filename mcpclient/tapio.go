@@ -22,7 +22,9 @@ type tapWriter struct {
 	t      *tap
 	w      io.WriteCloser
 	broken func()
-	mu     sync.Mutex // held across each write to w, so that lines stay whole
+	// mu guards w: it is held across each write, so that lines stay whole,
+	// and is taken before tap.mu (lock order: see tap).
+	mu sync.Mutex
 	// gone ends when the session does; a write still blocked then (a
 	// server that stopped reading its stdin) is cut by a write deadline.
 	gone context.Context

@@ -10,16 +10,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-confirm/mcp-confirm/internal/testbin"
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 )
 
 // answering starts the fixture in -mode answers, whose tool "answer" writes
 // the answer line a test asks for (testdata/fixture/answers.go), with late
 // results and the server's whole stderr collected.
-func answering(t *testing.T) (*mcpclient.Client, *lateSink, *syncBuffer) {
+func answering(t *testing.T) (*mcpclient.Client, *lateSink, *testbin.Buffer) {
 	t.Helper()
 	late := newLateSink()
-	var stderr syncBuffer
+	var stderr testbin.Buffer
 	opts := testOptions()
 	opts.OnLateResult = late.add
 	opts.Stderr = &stderr
@@ -29,7 +30,7 @@ func answering(t *testing.T) (*mcpclient.Client, *lateSink, *syncBuffer) {
 // written returns the length of the answer lines the fixture says it wrote
 // to request rpcID (it logs each to stderr before it writes it, but stderr
 // is read on its own), once there are want of them.
-func written(t *testing.T, stderr *syncBuffer, rpcID string, want int) []int {
+func written(t *testing.T, stderr *testbin.Buffer, rpcID string, want int) []int {
 	t.Helper()
 	re := regexp.MustCompile(`fixture: answer ` + regexp.QuoteMeta(strconv.Quote(rpcID)) + ` \S+ \((\d+) bytes\)`)
 	var ns []int

@@ -131,6 +131,16 @@ type answeredReq struct {
 	seconds    int
 }
 
+// tap is one session's view of the child's pipes: the tools/call requests
+// it wrote and is waiting on, the answers it has seen, and its late queue.
+//
+// Lock order, for every lock in this package: Client.startSem is taken
+// before Client.mu, Client.mu before tap.mu (declare asks closeIfIdle),
+// tapWriter.mu before tap.mu (a request is registered as it is written),
+// and tap.mu before mailbox.mu (late answers and events are posted under
+// it); never the reverse. mailbox.mu, session.mu and stderrTail.mu are
+// innermost: nothing is locked under them, and no callback (OnLateResult,
+// OnSent, OnProgress, OnAnswer) runs under any of these locks.
 type tap struct {
 	session int
 	late    *lateQueue

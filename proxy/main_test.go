@@ -1,7 +1,6 @@
 package proxy_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,46 +27,23 @@ import (
 // proxies, and the proxy for hosts that spawn it (the TypeScript SDK).
 var bin string
 
+var bins testbin.Binaries
+
 func TestMain(m *testing.M) {
 	if os.Getenv(relayEnv) == "1" {
 		os.Exit(relayMain(os.Args[1:]))
 	}
-	dir, err := os.MkdirTemp("", "proxy-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin = filepath.Join(dir, "mcp-confirm")
 	var flags []string
 	if raceEnabled {
 		// The proxy run by node is this package's code too.
 		flags = append(flags, "-race")
 	}
-	if err := testbin.Build(bin, testbin.MCPConfirm, flags...); err != nil {
+	var err error
+	if bin, err = bins.Build("mcp-confirm", testbin.MCPConfirm, flags...); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// syncBuffer collects logs written from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	os.Exit(bins.Run(m))
 }
 
 // host is an in-process proxy with an mcp-go client as its upstream host,
@@ -77,7 +52,7 @@ func (s *syncBuffer) String() string {
 type host struct {
 	c       *client.Client
 	journal *pending.Journal
-	logs    *syncBuffer
+	logs    *testbin.Buffer
 	notes   chan mcp.JSONRPCNotification
 }
 
@@ -94,7 +69,7 @@ func startProxyFor(t testing.TB, spec mcpclient.ServerSpec, set func(*proxy.Opti
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testbin.Buffer{}
 	opts := proxy.Options{
 		Server: spec, Journal: j, Version: "test",
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), ServerStderr: logs,

@@ -71,14 +71,31 @@ func (ts *toolSet) serves(name string) bool {
 
 // refreshTools registers the downstream's tools on the proxy's server when
 // they differ from the ones registered; mcp-go then sends the host
-// notifications/tools/list_changed.
+// notifications/tools/list_changed. Each new listing is checked against
+// the policy (so at start, and after a restart that changed the tools).
 func (p *Proxy) refreshTools(ctx context.Context) error {
-	return p.tools.refresh(ctx, p.rawTools, p.log)
+	return p.tools.refresh(ctx, p.rawTools, p.log, p.checkPolicy)
+}
+
+// checkPolicy says on the log which parts of the policy will not apply to
+// the tools served (guard.Policy.Check): a section for a tool the server
+// does not list, whose redact, kind and query would otherwise be silently
+// unused; a query_tool that is missing or is a write; a key_arg the tool
+// does not take. A tool left out as unservable counts as not listed: the
+// host cannot call it through the proxy either.
+func (p *Proxy) checkPolicy(tools []mcp.Tool) {
+	for _, pp := range p.opts.Policy.Check(tools) {
+		attrs := []any{"section", pp.Section, "problem", pp.Problem}
+		if pp.Nearest != "" {
+			attrs = append(attrs, "did_you_mean", pp.Nearest)
+		}
+		p.log.Warn("policy: a part of it does not apply to the server's tools", attrs...)
+	}
 }
 
 // refresh registers the tools list gives, when they differ from the ones
-// registered.
-func (ts *toolSet) refresh(ctx context.Context, list func(context.Context) ([]json.RawMessage, error), log *slog.Logger) error {
+// registered, and then gives them to changed (nil: nothing to tell).
+func (ts *toolSet) refresh(ctx context.Context, list func(context.Context) ([]json.RawMessage, error), log *slog.Logger, changed func([]mcp.Tool)) error {
 	srv := ts.srv.Load()
 	if srv == nil {
 		return nil
@@ -94,6 +111,7 @@ func (ts *toolSet) refresh(ctx context.Context, list func(context.Context) ([]js
 		return nil
 	}
 	var tools []server.ServerTool
+	var listed []mcp.Tool
 	served := map[string]bool{}
 	for _, raw := range raws {
 		t, err := toolFromRaw(raw)
@@ -102,12 +120,16 @@ func (ts *toolSet) refresh(ctx context.Context, list func(context.Context) ([]js
 			continue
 		}
 		tools = append(tools, server.ServerTool{Tool: t, Handler: unreachable})
+		listed = append(listed, t)
 		served[t.Name] = true
 	}
 	srv.SetTools(tools...)
 	ts.served.Store(&served)
 	ts.sig = string(sig)
 	log.Info("tools registered", "count", len(tools))
+	if changed != nil {
+		changed(listed)
+	}
 	return nil
 }
 

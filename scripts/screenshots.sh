@@ -42,13 +42,21 @@ lost "$P" '{"item":"gadget","quantity":5,"buyer":"bob"}'
 EMPTY="$WORK/empty.toml"; : > "$EMPTY"
 lost "$EMPTY" '{"item":"gizmo","quantity":3,"buyer":"alice"}'
 
+# The console runs the server as the lost calls were made (the guard
+# refuses to retry a call on a server reached another way); a retry is a
+# replay of the committed order, which --hang-after-commit does not hang.
 T="tmux -S $WORK/sock -f /dev/null"
 $T new-session -d -s app -x $W -y $H -e TERM=xterm-256color -e COLORTERM=truecolor -e HOME="$WORK" \
-	"$BIN" --db "$J" --policy "$P" --timeout 5s -- "$BIN" demo-server --db "$D"
+	"$BIN" --db "$J" --policy "$P" --timeout 5s -- "$BIN" demo-server --db "$D" --hang-after-commit 1
 
+# wait_for TEXT: poll until the screen shows TEXT. The console wraps its
+# own lines, so TEXT is looked for in the screen as one line of words
+# (newlines and runs of spaces as one space, in TEXT too): "replayed by
+# the server" matches when "server" went to the next line.
 wait_for() {
 	i=0
-	while ! $T capture-pane -p -t app | grep -qF -- "$1"; do
+	want=$(printf '%s' "$1" | tr -s ' ')
+	while ! $T capture-pane -p -t app | tr '\n' ' ' | tr -s ' ' | grep -qF -- "$want"; do
 		i=$((i + 1))
 		if [ $i -gt 500 ]; then echo "screenshots: timed out waiting for '$1'" >&2; $T capture-pane -p -t app >&2; exit 1; fi
 		sleep 0.02
@@ -87,7 +95,7 @@ wait_for "Press c, then enter"
 $T send-keys -t app c
 wait_for "W write create_order"
 $T send-keys -t app Enter
-wait_for "The arguments are ready"
+wait_for "The arguments are filled in"
 $T send-keys -t app C-s
 wait_for "decide later"
 sleep 0.5 # past the dialog's grace period, as the operator would see it

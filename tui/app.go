@@ -57,6 +57,9 @@ type Engine interface {
 	Ack(ctx context.Context, id int64, note string) error
 	ListTools(ctx context.Context) ([]mcp.Tool, error)
 	Classify(t mcp.Tool) (pending.Kind, pending.KindSource)
+	// KeyArg is the argument the tool's idempotency key goes in: the
+	// policy's key_arg, else the schema's (guard.Guard.KeyArg).
+	KeyArg(t mcp.Tool) string
 }
 
 // ServerStatus is what the status bar shows of the server (mcpclient.Client).
@@ -136,6 +139,10 @@ type shared struct {
 	tools       []toolInfo
 	toolsErr    error
 	toolsLoaded bool
+	// policyProblems are the parts of the policy that do not apply to the
+	// tools last listed (a section for a tool the server does not list, a
+	// query_tool that is missing or a write, ...), shown as a banner.
+	policyProblems []string
 	// late is every call that settled late and is not acknowledged, oldest
 	// late settle first; lateKnown once it has been read.
 	late      []pending.Call
@@ -259,7 +266,7 @@ func (m Model) Init() tea.Cmd {
 	return tea.Batch(
 		m.list.reload(anchorStart),
 		late,
-		listToolsCmd(m.sh.opts.Engine),
+		listToolsCmd(m.sh.opts.Engine, m.sh.opts.Policy),
 		nowCmd(m.sh.opts.Now, m.sh.opts.Server),
 		tickCmd(m.sh.opts.Tick, m.sh.opts.Now, m.sh.opts.Server),
 		watchCmd(m.sh.opts.Watch),
@@ -394,6 +401,10 @@ func (m *Model) appMsg(msg tea.Msg) (tea.Cmd, bool) {
 		return cmd, true
 	case toolsLoadedMsg:
 		m.sh.tools, m.sh.toolsErr, m.sh.toolsLoaded = msg.Tools, msg.Err, msg.Err == nil
+		if msg.Err == nil {
+			m.sh.policyProblems = msg.PolicyProblems
+			m.setSize(m.w, m.h) // the banner takes lines from the screen
+		}
 		m.tools.onTools()
 		if msg.Err != nil {
 			m.setMessage("the server's tools could not be listed: "+errLine(msg.Err), true)
@@ -452,7 +463,7 @@ func (m *Model) show(s screenID, tool string) tea.Cmd {
 	case screenTools:
 		var cmd tea.Cmd
 		if !m.sh.toolsLoaded {
-			cmd = listToolsCmd(m.sh.opts.Engine)
+			cmd = listToolsCmd(m.sh.opts.Engine, m.sh.opts.Policy)
 		}
 		m.tools.open(tool == "call")
 		return cmd

@@ -1,4 +1,4 @@
-// The root's chrome: the top bar, the recovery banner, the message lines,
+// The root's chrome: the top bar, the recovery and policy banners, the message lines,
 // the help footer and the status bar around the active screen, and the
 // message state they show.
 
@@ -25,13 +25,41 @@ func homeTilde(path, home string) string {
 }
 
 // bodyHeight is what is left for the active screen: the window minus the
-// top bar, the message lines, the help line and the status bar.
+// top bar, the banners, the message lines, the help line and the status
+// bar.
 func (m *Model) bodyHeight() int {
-	h := m.h - 3 - m.messageLines()
+	h := m.h - 3 - m.messageLines() - len(m.policyBanner())
 	if m.recovered > 0 {
 		h--
 	}
 	return max(h, 3)
+}
+
+// maxPolicyBannerLines bounds the policy banner, so that a long list of
+// problems never pushes the calls off an 80×24 screen.
+const maxPolicyBannerLines = 3
+
+// policyBanner is the banner of the policy's problems (guard.Policy.Check)
+// for the tools last listed, wrapped into at most three lines: the first
+// problem, and how many more there are and where they are all listed.
+func (m *Model) policyBanner() []string {
+	p := m.sh.policyProblems
+	if len(p) == 0 {
+		return nil
+	}
+	text := "⚠ policy " + p[0]
+	if n := len(p) - 1; n > 0 {
+		text += fmt.Sprintf(" (+%d more: mcp-confirm policy check lists them all)", n)
+	}
+	lines := strings.Split(wrap(text, m.w-2), "\n")
+	if len(lines) > maxPolicyBannerLines {
+		lines = lines[:maxPolicyBannerLines]
+		lines[len(lines)-1] = trunc(lines[len(lines)-1], m.w-3) + "…"
+	}
+	for i, l := range lines {
+		lines[i] = m.sh.st.Banner.Render(pad(" "+l+" ", m.w))
+	}
+	return lines
 }
 
 func (m *Model) setMessage(s string, isErr bool) {
@@ -84,6 +112,10 @@ func (m Model) View() string {
 		b.WriteString(st.Banner.Render(pad(fmt.Sprintf(" ⚠ %s recovered after an unclean shutdown: they were in flight when a process stopped, so their outcome is unknown. ", plural(m.recovered, "call")), m.w)))
 		b.WriteByte('\n')
 	}
+	for _, l := range m.policyBanner() {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
 	bh := m.bodyHeight()
 	var body string
 	if m.showHelp {
@@ -122,13 +154,23 @@ func (m Model) topBar() string {
 	return left + strings.Repeat(" ", gap) + right
 }
 
-// messageLines is how many lines the message area takes: two, and one
-// more in the guided demo, whose guide line has its own.
+// guideWide is the width from which the guided demo's outcome line and
+// guide line fit in three lines; narrower, each may need two.
+const guideWide = 120
+
+// messageLines is how many lines the message area takes: two, and in the
+// guided demo, whose guide has lines of its own, three, or four below
+// guideWide columns, so that neither the outcome nor the guide is cut
+// at 80 columns. It depends on the width only, so the screen above does
+// not jump as messages come and go.
 func (m *Model) messageLines() int {
-	if m.sh.opts.Demo {
-		return 3
+	switch {
+	case !m.sh.opts.Demo:
+		return 2
+	case m.w < guideWide:
+		return 4
 	}
-	return 2
+	return 3
 }
 
 // messageLine is the message area: what the last action did (to which

@@ -70,3 +70,35 @@ func TestGoldenGuidedMessageWraps(t *testing.T) {
 	}
 	golden.RequireEqual(t, v)
 }
+
+// At 80 columns the guided demo's last step keeps both its outcome and its
+// guide whole: the message area has a fourth line below guideWide columns,
+// so neither is cut with "…".
+func TestGoldenGuidedDemoDone80x24(t *testing.T) {
+	e := newEnv(t)
+	m := demoModel(t, e, &demoFake{commit: true})
+	m = step(t, m, tea.WindowSizeMsg{Width: 80, Height: 24})
+	m = press(t, m, m.list.keys.NewCall)
+	m = press(t, m, m.tools.keys.Select)
+	m = press(t, m, m.form.keys.Send) // the answer is lost; the unknown dialog opens
+	m = step(t, m, keyMsg("enter"))   // its highlighted step: retry, same key
+	m = press(t, m, defaultDialogKeys().Yes)
+	v := m.View()
+	checkFits(t, v, 80, 24)
+	g := guide(m)
+	for _, want := range []string{
+		"replayed by the server: the first attempt's result, nothing done twice",
+		"→ Done: the demo server has one order under key …EBTX9G, sent 2 times: nothing done twice. enter: its history.",
+	} {
+		if !strings.Contains(g, want) {
+			t.Errorf("message lines %q lack %q:\n%s", g, want, v)
+		}
+	}
+	lines := strings.Split(v, "\n")
+	for _, l := range lines[len(lines)-2-m.messageLines() : len(lines)-2] {
+		if strings.HasSuffix(strings.TrimRight(l, " "), "…") {
+			t.Errorf("a message line is cut: %q", l)
+		}
+	}
+	golden.RequireEqual(t, v)
+}

@@ -200,8 +200,9 @@ func loadCallCmd(j Journal, id int64) tea.Cmd {
 	}
 }
 
-// listToolsCmd starts the server if needed and lists its tools.
-func listToolsCmd(e Engine) tea.Cmd {
+// listToolsCmd starts the server if needed and lists its tools, and checks
+// the policy against them (guard.Policy.Check; p may be nil).
+func listToolsCmd(e Engine, p *guard.Policy) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), toolsTimeout)
 		defer cancel()
@@ -213,9 +214,13 @@ func listToolsCmd(e Engine) tea.Cmd {
 		for _, t := range tools {
 			kind, src := e.Classify(t)
 			out = append(out, toolInfo{Tool: t, Name: displayName(t.Name), Desc: clean(t.Description),
-				Kind: kind, KindSource: src, KeyArg: clean(guard.KeyArg(t, ""))})
+				Kind: kind, KindSource: src, KeyArg: e.KeyArg(t)})
 		}
-		return toolsLoadedMsg{Tools: out}
+		var problems []string
+		for _, pp := range p.Check(tools) {
+			problems = append(problems, clean(pp.String()))
+		}
+		return toolsLoadedMsg{Tools: out, PolicyProblems: problems}
 	}
 }
 

@@ -99,10 +99,11 @@ func (d *queryPickDialog) ShortHelp() []key.Binding {
 }
 
 // templateFor fills a read tool's arguments from a call: its key argument
-// gets {key}; arguments the call also has get {arg.NAME}.
+// (the policy's key_arg for it, else the schema's) gets {key}; arguments
+// the call also has get {arg.NAME}.
 func templateFor(t toolInfo, c pending.Call) map[string]any {
 	out := map[string]any{}
-	if ka := guard.KeyArg(t.Tool, ""); ka != "" {
+	if ka := t.KeyArg; ka != "" {
 		out[ka] = "{key}"
 	}
 	var callArgs map[string]any

@@ -24,7 +24,7 @@ func newRetryDialog(sh *shared, id int, c pending.Call, proceed func(note string
 	typed := false
 	switch {
 	case known && t.KeyArg != "":
-		what = fmt.Sprintf("Resend %s with key %s. The server declares %s, so a completed first attempt will be replayed, not repeated.", tool, tail, t.KeyArg)
+		what = fmt.Sprintf("Resend %s with key %s. The server declares %s, so a completed first attempt will be replayed, not repeated.", tool, tail, clean(t.KeyArg))
 	case known:
 		what = fmt.Sprintf("Resend %s with key %s. %s declares no key argument: the key goes only in _meta, which the server may ignore. If the first attempt took effect, this may do it twice.", tool, tail, tool)
 		typed = true

@@ -218,7 +218,7 @@ func (f *formScreen) View() string {
 	case t.Kind == pending.KindRead:
 		what = "A read: sent as is, retried on its own if it times out, not journaled."
 	case t.KeyArg != "":
-		what = "A write: it gets a fresh idempotency key (also sent as " + t.KeyArg + "), journaled before it is sent; never resent without you."
+		what = "A write: it gets a fresh idempotency key (also sent as " + clean(t.KeyArg) + "), journaled before it is sent; never resent without you."
 	default:
 		what = "A write: it gets a fresh idempotency key (in _meta only: the tool declares no key argument), journaled before it is sent."
 	}

@@ -166,7 +166,9 @@ func KeyTable() string {
 	add("calls", l.Up, l.Down, l.PageUp, l.PageDown, l.Top, l.Bottom, l.NextTab, l.PrevTab, l.Filter, l.Detail, l.NewCall, l.Tools, l.Late)
 	add("calls, detail", l.decisionKeys.all()...)
 	d := defaultDetailKeys()
-	add("detail", d.Back)
+	// Result's help says what it switches to; the reference says both.
+	d.Result.SetHelp(d.Result.Help().Key, "results: structured / text (when a result has both)")
+	add("detail", d.Result, d.Back)
 	t := defaultToolsKeys()
 	add("tools", t.Select, t.Back)
 	f := defaultFormKeys()

@@ -652,7 +652,7 @@ func retrySafety(sh *shared, c pending.Call) string {
 	case !ok:
 		return st.Warn.Render("the server no longer lists " + displayName(c.Tool))
 	case t.KeyArg != "":
-		return st.Good.Render("safe: " + t.Name + " declares " + t.KeyArg + "; a completed first attempt is replayed, not repeated")
+		return st.Good.Render("safe: " + t.Name + " declares " + clean(t.KeyArg) + "; a completed first attempt is replayed, not repeated")
 	}
 	return st.Warn.Render("not known to be safe: " + t.Name + " declares no key argument (r asks you to type retry)")
 }

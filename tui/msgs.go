@@ -58,10 +58,13 @@ type callLoadedMsg struct {
 	Err  error
 }
 
-// toolsLoadedMsg is the server's tools, classified by the guard.
+// toolsLoadedMsg is the server's tools, classified by the guard, and what
+// in the policy will not apply to them (guard.Policy.Check, one sanitised
+// line each).
 type toolsLoadedMsg struct {
-	Tools []toolInfo
-	Err   error
+	Tools          []toolInfo
+	PolicyProblems []string
+	Err            error
 }
 
 // toolInfo is a tool as the console shows it.
@@ -71,7 +74,10 @@ type toolInfo struct {
 	Desc       string // sanitised, one line
 	Kind       pending.Kind
 	KindSource pending.KindSource
-	KeyArg     string
+	// KeyArg is the argument the key goes in (Engine.KeyArg), as the
+	// server spells it: compare it with schema names as it is, clean it
+	// to print it.
+	KeyArg string
 }
 
 // journalChangedMsg: the journal changed (this or another process).

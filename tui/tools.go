@@ -126,7 +126,7 @@ func (t *toolsScreen) View() string {
 		}
 		from := "kind from " + string(ti.KindSource)
 		if ti.KeyArg != "" {
-			from += " · key arg " + ti.KeyArg
+			from += " · key arg " + clean(ti.KeyArg)
 		}
 		line := rs.Render(marker) + kindBadge(st, ti.Kind) + rs.Render(" "+pad(ti.Name, nameW)+"  ") + st.Faint.Render(from)
 		b.WriteString(trunc(line, t.w) + "\n")

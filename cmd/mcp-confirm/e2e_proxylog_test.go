@@ -68,3 +68,29 @@ func TestE2EProxyLogIsCapped(t *testing.T) {
 	}
 	t.Logf("log folder: %d files, %d bytes", len(files), total)
 }
+
+// A policy section for a tool the server does not list is named on the
+// proxy's stderr at start, with the closest tool name, as call and tools
+// warn; the host is served all the same.
+func TestE2EProxyLogsPolicyProblemsOnStderr(t *testing.T) {
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "policy.toml")
+	if err := os.WriteFile(policy, []byte("[tools.create_ordr]\nredact = [\"buyer\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n"
+	r := cliIn(t, e2eBin, dir, initialize, "proxy", "--db", filepath.Join(dir, "journal.db"), "--policy", policy,
+		"--", e2eBin, "demo-server", "--db", filepath.Join(dir, "demo.db"))
+	wantExit(t, r, 0, "proxy")
+	if !strings.Contains(r.stdout, `"result"`) {
+		t.Errorf("the host's initialize was not answered: %s", r)
+	}
+	want := `level=WARN msg="policy: a part of it does not apply to the server's tools" from="mcp-confirm proxy" section=tools.create_ordr ` +
+		`problem="the server lists no tool \"create_ordr\", so this section never applies" did_you_mean=create_order`
+	if !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr lacks the policy line\nwant %s\n%s", want, r)
+	}
+	if strings.Contains(r.stdout, "create_ordr") {
+		t.Errorf("the policy warning reached stdout, which carries MCP messages only: %s", r.stdout)
+	}
+}
