@@ -58,16 +58,21 @@ type write struct {
 	bypass   string    // "meta" or "argument" for OutcomeBypassed
 }
 
-// sessionOf is the MCP session of a call and the client name declared on it.
+// sessionOf is the MCP session of a call and the client name declared for
+// it: in the request itself (protocol 2026-07-28, which has no handshake),
+// else on the session (the initialize handshake).
 func sessionOf(ctx context.Context) (id, client string) {
 	s := server.ClientSessionFromContext(ctx)
-	if s == nil {
-		return "", ""
+	if s != nil {
+		id = s.SessionID()
+	}
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.ClientInfo != nil {
+		return id, info.ClientInfo.Name
 	}
 	if ci, ok := s.(server.SessionWithClientInfo); ok {
 		client = ci.GetClientInfo().Name
 	}
-	return s.SessionID(), client
+	return id, client
 }
 
 // observe logs and counts a write once it is answered.

@@ -37,7 +37,7 @@ func WithMetrics(reg prometheus.Registerer) Option {
 //	idempotency_in_progress_answers_total{by}      in-progress answers (live lease)
 //	idempotency_expired_leases_total{by}           expired leases found (answered unknown, or reclaimed)
 //	idempotency_store_failures_total               store reads or writes that failed
-//	idempotency_sessions_total{client}             sessions initialised (ObserveSessions)
+//	idempotency_sessions_total{client}             sessions started (ObserveSessions)
 //	idempotency_records{by,state}                  unexpired records in the store, read at scrape
 type Metrics struct {
 	writes        *prometheus.CounterVec
@@ -76,7 +76,7 @@ func newMetrics(store Store, now func() time.Time) *Metrics {
 		leaseExpired: counter("expired_leases_total", "Processing records found with their lease expired.", "by"),
 		storeFailures: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "idempotency", Name: "store_failures_total",
 			Help: "Reads or writes of the idempotency store that failed."}),
-		sessions: counter("sessions_total", "MCP sessions initialised, by the client's declared name (sanitised, capped).", "client"),
+		sessions: counter("sessions_total", "MCP sessions started (initialize, or server/discover in 2026-07-28), by the client's declared name (sanitised, capped).", "client"),
 		records: prometheus.NewDesc("idempotency_records", "Unexpired records in the store, by kind and state.",
 			[]string{"by", "state"}, nil),
 		now:     now,
@@ -174,22 +174,34 @@ func (mt *Metrics) clientLabel(name string) string {
 	return label
 }
 
-// ObserveSessions adds a hook to hooks (give them to the server with
-// server.WithHooks) that counts each initialised session by its client's
-// declared name and, with WithLogger, logs it.
+// ObserveSessions adds hooks to hooks (give them to the server with
+// server.WithHooks) that count each session started, by its client's
+// declared name, and with WithLogger log it. A session starts with the
+// initialize handshake; protocol 2026-07-28 has neither handshake nor
+// sessions, so there a server/discover counts as the start.
 func (m *Middleware) ObserveSessions(hooks *server.Hooks) {
 	hooks.AddAfterInitialize(func(ctx context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
-		name := req.Params.ClientInfo.Name
-		if m.metrics != nil {
-			m.metrics.sessions.WithLabelValues(m.metrics.clientLabel(name)).Inc()
-		}
-		if m.log != nil {
-			var session string
-			if s := server.ClientSessionFromContext(ctx); s != nil {
-				session = s.SessionID()
-			}
-			m.log.LogAttrs(ctx, slog.LevelInfo, "session started", slog.String("session", session),
-				slog.String("client", cleanName(name)), slog.String("client_version", cleanName(req.Params.ClientInfo.Version)))
-		}
+		m.sessionStarted(ctx, "initialize", req.Params.ClientInfo)
 	})
+	hooks.AddAfterDiscover(func(ctx context.Context, _ any, _ *mcp.DiscoverRequest, _ *mcp.DiscoverResult) {
+		var client mcp.Implementation
+		if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.ClientInfo != nil {
+			client = *info.ClientInfo
+		}
+		m.sessionStarted(ctx, "discover", client)
+	})
+}
+
+func (m *Middleware) sessionStarted(ctx context.Context, via string, client mcp.Implementation) {
+	if m.metrics != nil {
+		m.metrics.sessions.WithLabelValues(m.metrics.clientLabel(client.Name)).Inc()
+	}
+	if m.log != nil {
+		var session string
+		if s := server.ClientSessionFromContext(ctx); s != nil {
+			session = s.SessionID()
+		}
+		m.log.LogAttrs(ctx, slog.LevelInfo, "session started", slog.String("via", via), slog.String("session", session),
+			slog.String("client", cleanName(client.Name)), slog.String("client_version", cleanName(client.Version)))
+	}
 }

@@ -495,9 +495,14 @@ func TestMetrics(t *testing.T) {
 	}
 	hooks := &server.Hooks{}
 	wf.mw.ObserveSessions(hooks)
-	for i := range maxClientLabels + 3 {
+	modern := server.WithRequestProtocolInfo(context.Background(),
+		&server.RequestProtocolInfo{Modern: true, ClientInfo: &mcp.Implementation{Name: "modern client"}})
+	for _, hook := range hooks.OnAfterDiscover {
+		hook(modern, 1, &mcp.DiscoverRequest{}, &mcp.DiscoverResult{})
+	}
+	for i := range maxClientLabels + 2 { // with the modern client, 3 more than the cap
 		var init mcp.InitializeRequest
-		init.Params.ClientInfo.Name = fmt.Sprintf("client %d", i%(maxClientLabels+2))
+		init.Params.ClientInfo.Name = fmt.Sprintf("client %d", i%(maxClientLabels+1))
 		if i == 0 {
 			init.Params.ClientInfo.Name = ""
 		}
@@ -579,5 +584,21 @@ func TestWindowCommit(t *testing.T) {
 	rec, ok, err := wf.store.Lookup(context.Background(), windowKeyPrefix+fp)
 	if err != nil || !ok || rec.State != StateCompleted || !strings.Contains(string(rec.Result), "ordered") {
 		t.Errorf("window record %+v (found %v, %v), want completed with the committed result", rec, ok, err)
+	}
+}
+
+// The client name comes from the request in protocol 2026-07-28, from the
+// session (initialize) before it.
+func TestSessionOf(t *testing.T) {
+	ctx := sessionCtx("s-1", "from-session")
+	if id, client := sessionOf(ctx); id != "s-1" || client != "from-session" {
+		t.Errorf("legacy: %q %q", id, client)
+	}
+	ctx = server.WithRequestProtocolInfo(ctx, &server.RequestProtocolInfo{Modern: true, ClientInfo: &mcp.Implementation{Name: "from-request"}})
+	if id, client := sessionOf(ctx); id != "s-1" || client != "from-request" {
+		t.Errorf("modern: %q %q", id, client)
+	}
+	if id, client := sessionOf(context.Background()); id != "" || client != "" {
+		t.Errorf("no session: %q %q", id, client)
 	}
 }
