@@ -66,23 +66,26 @@ func BenchmarkWrappedReplay(b *testing.B) {
 // claim that finds the record. Compare with benchstat, or divide the means.
 func BenchmarkWrite(b *testing.B) {
 	order := func(i int) map[string]any { return map[string]any{"item": "widget", "quantity": i, "buyer": "alice"} }
+	none := func() []Option { return nil }
+	window := func() []Option { return []Option{WithDedupeWindow(time.Minute, ScopeNone)} }
 	cases := []struct {
 		name    string
-		with    []Option
+		with    func() []Option // made per run: a registry takes one middleware's metrics
 		wrap    bool
 		request func(i int) mcp.CallToolRequest
 	}{
-		{"bare", nil, false, func(i int) mcp.CallToolRequest { return request("", order(i)) }},
-		{"nowindow/keyless", nil, true, func(i int) mcp.CallToolRequest { return request("", order(i)) }},
-		{"nowindow/keyed-first", nil, true, func(i int) mcp.CallToolRequest { return request(fmt.Sprintf("bench-key-%d", i), order(i)) }},
-		{"window/keyed-first", []Option{WithDedupeWindow(time.Minute, ScopeNone)}, true,
+		{"bare", none, false, func(i int) mcp.CallToolRequest { return request("", order(i)) }},
+		{"nowindow/keyless", none, true, func(i int) mcp.CallToolRequest { return request("", order(i)) }},
+		{"nowindow/keyed-first", none, true, func(i int) mcp.CallToolRequest { return request(fmt.Sprintf("bench-key-%d", i), order(i)) }},
+		{"window/keyed-first", window, true,
 			func(i int) mcp.CallToolRequest { return request(fmt.Sprintf("bench-key-%d", i), order(i)) }},
-		{"window/keyless-first", []Option{WithDedupeWindow(time.Minute, ScopeNone)}, true,
+		{"window/keyless-first", window, true,
 			func(i int) mcp.CallToolRequest { return request("", order(i)) }},
-		{"window/keyless-repeat", []Option{WithDedupeWindow(time.Minute, ScopeNone)}, true,
+		{"window/keyless-repeat", window, true,
 			func(int) mcp.CallToolRequest { return request("", order(1)) }},
-		{"window+log+metrics/keyless-first", []Option{WithDedupeWindow(time.Minute, ScopeNone),
-			WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), WithMetrics(prometheus.NewRegistry())}, true,
+		{"window+log+metrics/keyless-first", func() []Option {
+			return append(window(), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), WithMetrics(prometheus.NewRegistry()))
+		}, true,
 			func(i int) mcp.CallToolRequest { return request("", order(i)) }},
 	}
 	for _, c := range cases {
@@ -90,7 +93,7 @@ func BenchmarkWrite(b *testing.B) {
 			h := benchHandler
 			if c.wrap {
 				f := newFixture(b, Options{})
-				mw, err := New(f.mw.opts, c.with...)
+				mw, err := New(f.mw.opts, c.with()...)
 				if err != nil {
 					b.Fatal(err)
 				}
