@@ -48,8 +48,9 @@ type Options struct {
 	// NewOwner makes the token that fences one execution's claim (default: 16
 	// random bytes in hex).
 	NewOwner func() string
-	// OnEvent is called for every repeat of a key and for store failures;
-	// the server logs it. It must not block.
+	// OnEvent is called for every repeat of a key, or of a keyless call
+	// inside the dedupe window (Event.Window set), and for store failures.
+	// It must not block. WithLogger logs every write by itself.
 	OnEvent func(Event)
 }
 
@@ -141,9 +142,10 @@ func (m *Middleware) Wrap(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		w := write{tool: req.Params.Name, arrived: m.opts.Now()}
 		w.session, w.client = sessionOf(ctx)
-		res := m.handle(ctx, req, next, &w)
-		m.observe(ctx, &w)
-		return res, nil
+		// Deferred, so a handler that panics (to the server's recovery) is
+		// still logged and counted.
+		defer m.observe(ctx, &w)
+		return m.handle(ctx, req, next, &w), nil
 	}
 }
 

@@ -602,3 +602,16 @@ func TestSessionOf(t *testing.T) {
 		t.Errorf("no session: %q %q", id, client)
 	}
 }
+
+// A handler that panics (the server's recovery catches it) is still logged.
+func TestWriteLoggedWhenHandlerPanics(t *testing.T) {
+	wf := newWindowFixture(t, Options{}, time.Minute, ScopeNone)
+	h := wf.mw.Wrap(func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) { panic("boom") })
+	func() {
+		defer func() { recover() }()
+		h(context.Background(), request("", windowOrder))
+	}()
+	if got := wf.outcomes(t); !reflect.DeepEqual(got, []string{"executed"}) {
+		t.Errorf("outcomes %v, want one executed", got)
+	}
+}
