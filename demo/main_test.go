@@ -48,6 +48,14 @@ type demoProc struct {
 
 func startDemo(t *testing.T, db string, flags ...string) *demoProc {
 	t.Helper()
+	return startDemoAs(t, "demo-test", "", db, flags...)
+}
+
+// startDemoAs is startDemo with the client declaring the name clientName
+// and asking for protocol version protocol ("": the newest, 2026-07-28,
+// without a handshake; "2025-11-25": the initialize handshake).
+func startDemoAs(t *testing.T, clientName, protocol, db string, flags ...string) *demoProc {
+	t.Helper()
 	p := &demoProc{t: t, stderr: &testbin.Buffer{}, exited: make(chan error, 1)}
 	p.cmd = exec.Command(bin, append([]string{"demo-server", "--db", db}, flags...)...)
 	p.cmd.Stderr = p.stderr
@@ -78,7 +86,8 @@ func startDemo(t *testing.T, db string, flags ...string) *demoProc {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var init mcp.InitializeRequest
-	init.Params.ClientInfo = mcp.Implementation{Name: "demo-test", Version: "0"}
+	init.Params.ClientInfo = mcp.Implementation{Name: clientName, Version: "0"}
+	init.Params.ProtocolVersion = protocol
 	res, err := p.client.Initialize(ctx, init)
 	if err != nil {
 		t.Fatalf("initialize: %v\nserver stderr:\n%s", err, p.stderr.String())
@@ -92,6 +101,16 @@ func startDemo(t *testing.T, db string, flags ...string) *demoProc {
 // stop closes stdin, as a host does, and expects the server to exit by
 // itself. It runs once: tests may stop early, and Cleanup calls it again.
 func (p *demoProc) stop() { p.stopOnce.Do(p.doStop) }
+
+// kill ends the server with SIGKILL, as a crash would: no clean-up of its
+// own runs.
+func (p *demoProc) kill() {
+	p.stopOnce.Do(func() {
+		p.cmd.Process.Kill()
+		<-p.exited
+		p.client.Close()
+	})
+}
 
 func (p *demoProc) doStop() {
 	p.client.Close()

@@ -6,16 +6,21 @@ package demo
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/mcp-confirm/mcp-confirm/idempotency"
 )
@@ -43,8 +48,17 @@ type Options struct {
 	// AnswerTwice: the first N create_order answers are written twice, the
 	// second copy sometimes different (answers.go).
 	AnswerTwice int
-	FailRate    float64      // share of create_order executions that fail before committing
-	Seed        uint64       // seeds the fail-rate draws
+	FailRate    float64 // share of create_order executions that fail before committing
+	Seed        uint64  // seeds the fail-rate draws
+	// DedupeWindow, when more than 0, deduplicates create_order calls sent
+	// without a key: an identical one within the window is answered with the
+	// first one's result (idempotency.WithDedupeWindow). Off by default.
+	DedupeWindow time.Duration
+	DedupeScope  idempotency.DedupeScope // what else makes two keyless calls the same
+	// MetricsAddr, if set, is a TCP address (host:port; port 0 picks one)
+	// on which Serve answers GET /metrics for Prometheus, logging the
+	// address it bound.
+	MetricsAddr string
 	Logger      *slog.Logger // default: discard
 	Now         func() time.Time
 }
@@ -58,6 +72,7 @@ type Server struct {
 	opts   Options
 	log    *slog.Logger
 	idem   *idempotency.Middleware
+	reg    *prometheus.Registry
 	hangs  atomic.Int64 // executions that hung so far
 	randMu sync.Mutex
 	rand   *rand.Rand
@@ -91,6 +106,11 @@ func NewServer(ctx context.Context, opts Options) (*Server, error) {
 		s.Close()
 		return nil, fmt.Errorf("open idempotency store in %s: %w", s.path, err)
 	}
+	s.reg = prometheus.NewRegistry()
+	with := []idempotency.Option{idempotency.WithLogger(s.log), idempotency.WithMetrics(s.reg)}
+	if opts.DedupeWindow > 0 {
+		with = append(with, idempotency.WithDedupeWindow(opts.DedupeWindow, opts.DedupeScope))
+	}
 	s.idem, err = idempotency.New(idempotency.Options{
 		Store:  store,
 		KeyArg: "idempotency_key",
@@ -101,15 +121,18 @@ func NewServer(ctx context.Context, opts Options) (*Server, error) {
 		ReclaimExpiredLeases: true,
 		Now:                  s.opts.Now,
 		OnEvent:              s.logEvent,
-	})
+	}, with...)
 	if err != nil {
 		s.Close()
 		return nil, err
 	}
-	s.mcp = server.NewMCPServer(Name, Version, server.WithToolCapabilities(false), server.WithRecovery())
+	hooks := &server.Hooks{}
+	s.idem.ObserveSessions(hooks)
+	s.mcp = server.NewMCPServer(Name, Version, server.WithToolCapabilities(false), server.WithRecovery(), server.WithHooks(hooks))
 	s.addTools()
 	s.log.Info("demo server ready", "db", s.path, "delay", opts.Delay, "hang_after_commit", opts.HangAfterCommit,
-		"fail_rate", opts.FailRate, "unusable_answer", opts.UnusableAnswer, "answer_twice", opts.AnswerTwice, "seed", opts.Seed)
+		"fail_rate", opts.FailRate, "unusable_answer", opts.UnusableAnswer, "answer_twice", opts.AnswerTwice, "seed", opts.Seed,
+		"dedupe_window", opts.DedupeWindow, "dedupe_scope", opts.DedupeScope.String())
 	return s, nil
 }
 
@@ -119,7 +142,11 @@ func (s *Server) MCPServer() *server.MCPServer { return s.mcp }
 // DBPath is the database file in use (a temporary one if Options.DB was "").
 func (s *Server) DBPath() string { return s.path }
 
-// DedupeHits counts repeated keys answered without a second execution.
+// Metrics is the registry the server's idempotency metrics are on.
+func (s *Server) Metrics() *prometheus.Registry { return s.reg }
+
+// DedupeHits counts repeats (of keys, and with DedupeWindow of keyless
+// calls) answered without a second execution.
 func (s *Server) DedupeHits() int64 { return s.idem.DedupeHits() }
 
 // Close closes the database and removes it if it was temporary.
@@ -145,6 +172,13 @@ func Serve(ctx context.Context, opts Options, stdin io.Reader, stdout io.Writer)
 		return err
 	}
 	defer s.Close()
+	if opts.MetricsAddr != "" {
+		stop, err := s.serveMetrics(opts.MetricsAddr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if opts.UnusableAnswer > 0 || opts.AnswerTwice > 0 {
 		stdin, stdout = newAnswerFaults(opts, s.log).wrap(stdin, stdout)
 	}
@@ -158,12 +192,48 @@ func Serve(ctx context.Context, opts Options, stdin io.Reader, stdout io.Writer)
 	return nil
 }
 
+// logEvent logs store failures; every write, repeats included, has its
+// own line from the middleware (idempotency.WithLogger).
 func (s *Server) logEvent(e idempotency.Event) {
 	if e.Kind == idempotency.EventStoreFailed {
-		s.log.Error("idempotency store failed", "key", e.Key, "tool", e.Tool, "err", e.Err)
-		return
+		s.log.Error("idempotency store failed", "key", e.Key, "window", e.Window, "tool", e.Tool, "err", e.Err)
 	}
-	s.log.Info("dedupe hit", "kind", string(e.Kind), "key", e.Key, "tool", e.Tool, "state", string(e.State), "fields", e.Fields)
+}
+
+// ListenError is a --metrics address that could not be listened on.
+type ListenError struct {
+	Addr string
+	Err  error
+}
+
+func (e *ListenError) Error() string {
+	return fmt.Sprintf("listen for metrics on %s: %v", e.Addr, e.Err)
+}
+
+func (e *ListenError) Unwrap() error { return e.Err }
+
+// serveMetrics answers GET /metrics on addr until stop is called, and logs
+// the address bound (addr may ask for port 0).
+func (s *Server) serveMetrics(addr string) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, &ListenError{Addr: addr, Err: err}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("metrics server stopped", "err", err)
+		}
+	}()
+	s.log.Info("metrics listening", "metrics_url", "http://"+ln.Addr().String()+"/metrics")
+	return func() {
+		srv.Close()
+		<-done
+	}, nil
 }
 
 // failNow draws whether this execution fails (--fail-rate).

@@ -239,7 +239,10 @@ func nilIfEmpty(s string) any {
 }
 
 func TestBadFlags(t *testing.T) {
-	for _, args := range [][]string{{"--fail-rate", "2"}, {"--delay", "soon"}, {"--hang-after-commit", "-1"}, {"extra"}} {
+	for _, args := range [][]string{{"--fail-rate", "2"}, {"--delay", "soon"}, {"--hang-after-commit", "-1"}, {"extra"},
+		{"--dedupe-window", "-1s"}, {"--dedupe-window", "soon"}, {"--dedupe-scope", "client"},
+		{"--dedupe-window", "60s", "--dedupe-scope", "buyer"}, {"--dedupe-window", "60s", "--dedupe-scope", "arg:"},
+		{"--metrics", "nope"}, {"--metrics", "127.0.0.1:99999"}} {
 		cmd := exec.Command(bin, append([]string{"demo-server"}, args...)...)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr

@@ -1,14 +1,20 @@
 package demo
 
-import "github.com/mark3labs/mcp-go/mcp"
+import (
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/idempotency"
+)
 
 // addTools registers the three tools. Annotations are set truthfully (mcp.NewTool
 // presets all four hints, so each is stated here).
 func (s *Server) addTools() {
-	s.mcp.AddTool(mcp.NewTool("create_order",
-		mcp.WithDescription("Create an order and deduct quantity × unit price from the buyer's budget. "+
-			"Send an idempotency key (in _meta io.github.mcp-confirm/idempotency-key or the idempotency_key argument) "+
-			"to make a resend return the first result instead of ordering twice."),
+	description := "Create an order and deduct quantity × unit price from the buyer's budget. " +
+		"Send an idempotency key (in _meta io.github.mcp-confirm/idempotency-key or the idempotency_key argument) " +
+		"to make a resend return the first result instead of ordering twice."
+	order := []mcp.ToolOption{
 		mcp.WithTitleAnnotation("Create order"),
 		mcp.WithString("item", mcp.Required(), mcp.Description("item to order"), mcp.Enum("widget", "gadget", "gizmo")),
 		mcp.WithNumber("quantity", mcp.Required(), mcp.Description("how many, at least 1"), mcp.Min(1)),
@@ -17,10 +23,20 @@ func (s *Server) addTools() {
 		mcp.WithReadOnlyHintAnnotation(false),
 		// Deducting a budget changes an existing row: not purely additive.
 		mcp.WithDestructiveHintAnnotation(true),
-		// Without a key, a second identical call orders again.
+		// Without a key, a second identical call orders again (unless
+		// --dedupe-window, which a client cannot rely on).
 		mcp.WithIdempotentHintAnnotation(false),
 		mcp.WithOpenWorldHintAnnotation(false),
-	), s.hangAfterCommit(s.idem.Wrap(s.createOrder)))
+	}
+	if w := s.opts.DedupeWindow; w > 0 {
+		description += fmt.Sprintf(" Without a key, an order identical to one sent less than %v before (same item, quantity and buyer) "+
+			"is taken for a resend: it is not placed again and gets the first order's result. "+
+			"To place the same order again on purpose, set %s true.", w, idempotency.IntentionalRepeatArg)
+		order = append(order, mcp.WithBoolean(idempotency.IntentionalRepeatArg,
+			mcp.Description(fmt.Sprintf("true to place an order identical to one of the last %v on purpose (logged)", w))))
+	}
+	s.mcp.AddTool(mcp.NewTool("create_order", append(order, mcp.WithDescription(description))...),
+		s.hangAfterCommit(s.idem.Wrap(s.createOrder)))
 
 	s.mcp.AddTool(mcp.NewTool("find_orders",
 		mcp.WithDescription("List orders, optionally only those under one idempotency key or for one buyer; use it to check whether a write took effect."),

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,10 +23,11 @@ var ErrCommitted = errors.New("idempotency: this call already committed")
 // call is one execution under the middleware, carried to the handler in its
 // context so Commit can reach the claim.
 type call struct {
-	store Store
-	key   string // "" for a call without a key
-	owner string
-	now   func() time.Time
+	store     Store
+	key       string // the caller's key; "" for a call without one
+	recordKey string // the store record it holds: key, a window record's, or "" for none
+	owner     string
+	now       func() time.Time
 
 	mu        sync.Mutex
 	committed *mcp.CallToolResult
@@ -91,10 +93,10 @@ func Commit(ctx context.Context, effect func(tx *sql.Tx) (*mcp.CallToolResult, e
 		return out, nil
 	}
 	var err error
-	if c.key == "" {
+	if c.recordKey == "" {
 		err = c.store.InTx(ctx, func(tx *sql.Tx) error { _, err := run(tx); return err })
 	} else {
-		err = c.store.Finish(ctx, c.key, c.owner, run)
+		err = c.store.Finish(ctx, c.recordKey, c.owner, run)
 	}
 	switch {
 	case effectErr != nil:
@@ -104,6 +106,15 @@ func Commit(ctx context.Context, effect func(tx *sql.Tx) (*mcp.CallToolResult, e
 	}
 	c.committed, c.outcome = res, out
 	return res, nil
+}
+
+// failed is the store-failure event for this call's record.
+func (c *call) failed(req mcp.CallToolRequest, err error, at time.Time) Event {
+	e := Event{Kind: EventStoreFailed, Key: c.key, Tool: req.Params.Name, Err: err, At: at}
+	if c.key == "" {
+		e.Window = strings.TrimPrefix(c.recordKey, windowKeyPrefix)
+	}
+	return e
 }
 
 func (c *call) committedResult() (*mcp.CallToolResult, Outcome, bool) {

@@ -24,4 +24,16 @@
 // A handler whose effect lives in the same database as the store commits it
 // with Commit, in the transaction that completes the key's record, so no key is
 // ever left processing with its effect applied, nor completed without it.
+//
+// Calls without a key run every time, unless WithDedupeWindow is given: then
+// a keyless call identical to one that arrived within the window (same tool,
+// same canonical arguments, same DedupeScope) is answered with that call's
+// result, marked replayed and MetaDeduplicatedBy "window", or in progress
+// while it runs, and is not executed. Its record is kept in the Store like a
+// key's, so it holds across restarts and sessions and Commit works the same.
+// MetaIntentionalRepeat or IntentionalRepeatArg lets a meant repeat through.
+// The window never applies to a call with a key.
+//
+// WithLogger logs every write once with its WriteOutcome; WithMetrics counts
+// them, and the dedupe hits, on a Prometheus registry (see Metrics).
 package idempotency

@@ -21,6 +21,18 @@ import (
 // left out because the same operation may carry its key in _meta on one send
 // and in the arguments on the next.
 func Fingerprint(args any, keyArg string) (fingerprint string, canon []byte, err error) {
+	_, canon, err = canonicalArgs(args, keyArg)
+	if err != nil {
+		return "", nil, err
+	}
+	sum := sha256.Sum256(canon)
+	return hex.EncodeToString(sum[:]), canon, nil
+}
+
+// canonicalArgs decodes args (nil, raw JSON bytes, or any value encoding/json
+// can write), removes the top-level arguments named in drop, and returns the
+// decoded value and its canonical JSON.
+func canonicalArgs(args any, drop ...string) (v any, canon []byte, err error) {
 	var raw []byte
 	switch a := args.(type) {
 	case nil:
@@ -30,28 +42,31 @@ func Fingerprint(args any, keyArg string) (fingerprint string, canon []byte, err
 		raw = a
 	default:
 		if raw, err = json.Marshal(a); err != nil {
-			return "", nil, fmt.Errorf("encode arguments: %w", err)
+			return nil, nil, fmt.Errorf("encode arguments: %w", err)
 		}
 	}
-	var v any = map[string]any{}
+	v = map[string]any{}
 	if len(bytes.TrimSpace(raw)) > 0 {
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber() // numbers as written, for canonical to keep exact
 		if err := dec.Decode(&v); err != nil {
-			return "", nil, fmt.Errorf("decode arguments: %w", err)
+			return nil, nil, fmt.Errorf("decode arguments: %w", err)
 		}
 		if v == nil {
 			v = map[string]any{}
 		}
 	}
-	if obj, ok := v.(map[string]any); ok && keyArg != "" {
-		delete(obj, keyArg)
+	if obj, ok := v.(map[string]any); ok {
+		for _, name := range drop {
+			if name != "" {
+				delete(obj, name)
+			}
+		}
 	}
 	if canon, err = canonical.Marshal(v); err != nil {
-		return "", nil, fmt.Errorf("canonical arguments: %w", err)
+		return nil, nil, fmt.Errorf("canonical arguments: %w", err)
 	}
-	sum := sha256.Sum256(canon)
-	return hex.EncodeToString(sum[:]), canon, nil
+	return v, canon, nil
 }
 
 // differingFields names the top-level arguments whose values differ between

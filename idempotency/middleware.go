@@ -8,11 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Defaults for Options.
@@ -46,8 +48,9 @@ type Options struct {
 	// NewOwner makes the token that fences one execution's claim (default: 16
 	// random bytes in hex).
 	NewOwner func() string
-	// OnEvent is called for every repeat of a key and for store failures;
-	// the server logs it. It must not block.
+	// OnEvent is called for every repeat of a key, or of a keyless call
+	// inside the dedupe window (Event.Window set), and for store failures.
+	// It must not block. WithLogger logs every write by itself.
 	OnEvent func(Event)
 }
 
@@ -69,7 +72,8 @@ const (
 // Event describes one dedupe hit or store failure.
 type Event struct {
 	Kind   EventKind
-	Key    string
+	Key    string // the caller's key; "" for a keyless call judged by the window
+	Window string // the window fingerprint of a keyless call, or ""
 	Tool   string
 	State  State    // state of the record the repeat found
 	Fields []string // differing arguments, for EventKeyReused
@@ -82,10 +86,21 @@ type Event struct {
 type Middleware struct {
 	opts       Options
 	dedupeHits atomic.Int64
+
+	window     time.Duration // WithDedupeWindow; 0 is off
+	scope      DedupeScope
+	purgeEvery time.Duration
+	purgeBatch int
+	nextPurge  atomic.Int64 // unix nanoseconds of the next purge of window records
+
+	log        *slog.Logger // WithLogger; nil logs nothing
+	registerer prometheus.Registerer
+	metrics    *Metrics // WithMetrics; nil counts nothing
 }
 
-// New returns a Middleware; it fails only when opts.Store is missing.
-func New(opts Options) (*Middleware, error) {
+// New returns a Middleware; it fails when opts.Store is missing or an
+// option is refused.
+func New(opts Options, with ...Option) (*Middleware, error) {
 	if opts.Store == nil {
 		return nil, errors.New("idempotency: Options.Store is required")
 	}
@@ -101,58 +116,90 @@ func New(opts Options) (*Middleware, error) {
 	if opts.NewOwner == nil {
 		opts.NewOwner = randomOwner
 	}
-	return &Middleware{opts: opts}, nil
+	m := &Middleware{opts: opts, purgeBatch: purgeBatch}
+	for _, o := range with {
+		if err := o(m); err != nil {
+			return nil, err
+		}
+	}
+	if m.registerer != nil {
+		m.metrics = newMetrics(opts.Store, opts.Now)
+		if err := m.registerer.Register(m.metrics); err != nil {
+			return nil, fmt.Errorf("idempotency: register metrics: %w", err)
+		}
+	}
+	return m, nil
 }
 
-// DedupeHits counts repeats answered without a second unguarded execution
-// since the middleware was made.
+// DedupeHits counts repeats (of a key, or of a keyless call inside the dedupe
+// window) answered without a second unguarded execution since the
+// middleware was made.
 func (m *Middleware) DedupeHits() int64 { return m.dedupeHits.Load() }
 
 // Wrap returns next guarded by the key store. It has the shape of a
 // server.ToolHandlerMiddleware, so it can also be given to server.Use.
 func (m *Middleware) Wrap(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		key, err := keyOf(req, m.opts.KeyArg)
-		if err != nil {
-			return decorate(refusal("invalid_key", err.Error(), nil), false, ptr(false)), nil
-		}
-		if key == "" {
-			return m.runUnprotected(ctx, req, next), nil
-		}
-		fp, args, err := Fingerprint(req.GetRawArguments(), m.opts.KeyArg)
-		if err != nil {
-			return decorate(refusal("invalid_arguments", "the arguments are not a JSON value: "+err.Error(), nil), false, ptr(false)), nil
-		}
-		now := m.opts.Now()
-		rec := Record{
-			Key: key, Tool: req.Params.Name, Fingerprint: fp, Args: args,
-			State: StateProcessing, Owner: m.opts.NewOwner(), LeaseUntil: now.Add(m.opts.Lease),
-			Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(m.opts.TTL),
-		}
-		prev, claimed, err := m.opts.Store.Claim(ctx, rec, func(p Record) bool { return m.mayTakeOver(p, rec, now) })
-		if err != nil {
-			m.event(Event{Kind: EventStoreFailed, Key: key, Tool: rec.Tool, Err: err, At: now})
-			// Nothing ran, so a resend is safe.
-			return decorate(refusal("unavailable", "the idempotency store is unavailable, nothing was executed: "+err.Error(), nil), false, ptr(true)), nil
-		}
-		if !claimed {
-			return m.repeat(*prev, rec, now), nil
-		}
-		if prev != nil && now.Before(prev.ExpiresAt) {
-			kind := EventRerun
-			if prev.State == StateProcessing {
-				kind = EventReclaimed
-			}
-			m.event(Event{Kind: kind, Key: key, Tool: rec.Tool, State: prev.State, At: now})
-		}
-		return m.run(ctx, req, next, &call{store: m.opts.Store, key: key, owner: rec.Owner, now: m.opts.Now}), nil
+		w := write{tool: req.Params.Name, arrived: m.opts.Now()}
+		w.session, w.client = sessionOf(ctx)
+		// Deferred, so a handler that panics (to the server's recovery) is
+		// still logged and counted.
+		defer m.observe(ctx, &w)
+		return m.handle(ctx, req, next, &w), nil
 	}
+}
+
+// handle answers one call and fills in w.outcome.
+func (m *Middleware) handle(ctx context.Context, req mcp.CallToolRequest, next server.ToolHandlerFunc, w *write) *mcp.CallToolResult {
+	key, err := keyOf(req, m.opts.KeyArg)
+	if err != nil {
+		w.outcome = OutcomeInvalid
+		return decorate(refusal("invalid_key", err.Error(), nil), false, ptr(false))
+	}
+	if key == "" {
+		return m.keyless(ctx, req, next, w)
+	}
+	w.key = key
+	fp, args, err := Fingerprint(req.GetRawArguments(), m.opts.KeyArg)
+	if err != nil {
+		w.outcome = OutcomeInvalid
+		return decorate(refusal("invalid_arguments", "the arguments are not a JSON value: "+err.Error(), nil), false, ptr(false))
+	}
+	now := w.arrived
+	rec := Record{
+		Key: key, Tool: req.Params.Name, Fingerprint: fp, Args: args,
+		State: StateProcessing, Owner: m.opts.NewOwner(), LeaseUntil: now.Add(m.opts.Lease),
+		Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(m.opts.TTL),
+	}
+	prev, claimed, err := m.opts.Store.Claim(ctx, rec, func(p Record) bool { return m.mayTakeOver(p, rec, now) })
+	if err != nil {
+		w.outcome = OutcomeStoreFailed
+		m.event(Event{Kind: EventStoreFailed, Key: key, Tool: rec.Tool, Err: err, At: now})
+		// Nothing ran, so a resend is safe.
+		return decorate(refusal("unavailable", "the idempotency store is unavailable, nothing was executed: "+err.Error(), nil), false, ptr(true))
+	}
+	if !claimed {
+		return m.repeat(*prev, rec, now, w)
+	}
+	if prev != nil && now.Before(prev.ExpiresAt) {
+		w.tookOver = prev.State
+		kind := EventRerun
+		if prev.State == StateProcessing {
+			kind = EventReclaimed
+		}
+		m.event(Event{Kind: kind, Key: key, Tool: rec.Tool, State: prev.State, At: now})
+	}
+	return m.run(ctx, req, next, &call{store: m.opts.Store, key: key, recordKey: key, owner: rec.Owner, now: m.opts.Now}, w)
 }
 
 // mayTakeOver decides, inside the claiming transaction, whether a new
 // arrival replaces the record found.
 func (m *Middleware) mayTakeOver(p, rec Record, now time.Time) bool {
 	switch {
+	case p.State == StateProcessing && now.Before(p.LeaseUntil) && p.Tool == rec.Tool && p.Fingerprint == rec.Fingerprint:
+		// Still running, even past its expiry (a dedupe window shorter
+		// than the handler's run): taking over would run it twice at once.
+		return false
 	case !now.Before(p.ExpiresAt):
 		return true // an expired record is as good as absent
 	case p.Tool != rec.Tool || p.Fingerprint != rec.Fingerprint:
@@ -166,7 +213,7 @@ func (m *Middleware) mayTakeOver(p, rec Record, now time.Time) bool {
 }
 
 // repeat answers an arrival that found the key held and did not take it.
-func (m *Middleware) repeat(p, rec Record, now time.Time) *mcp.CallToolResult {
+func (m *Middleware) repeat(p, rec Record, now time.Time, w *write) *mcp.CallToolResult {
 	ev := Event{Key: rec.Key, Tool: rec.Tool, State: p.State, At: now}
 	defer func() { m.event(ev) }()
 	if p.Tool != rec.Tool || p.Fingerprint != rec.Fingerprint {
@@ -175,11 +222,13 @@ func (m *Middleware) repeat(p, rec Record, now time.Time) *mcp.CallToolResult {
 		if p.Tool != rec.Tool {
 			ev.Fields = append([]string{"tool"}, ev.Fields...)
 		}
+		w.outcome, w.fields = OutcomeKeyReuseRefused, ev.Fields
 		return decorate(keyReused(rec.Key, ev.Fields), false, ptr(false))
 	}
 	switch {
 	case p.State == StateCompleted || (p.State == StateFailed && !p.Retryable):
 		ev.Kind = EventReplayed
+		w.outcome = OutcomeReplayed
 		var res mcp.CallToolResult
 		if err := json.Unmarshal(p.Result, &res); err != nil {
 			ev.Kind, ev.Err = EventStoreFailed, fmt.Errorf("decode stored result: %w", err)
@@ -189,17 +238,20 @@ func (m *Middleware) repeat(p, rec Record, now time.Time) *mcp.CallToolResult {
 		return decorate(&res, true, ptr(false))
 	case p.State == StateProcessing && !now.Before(p.LeaseUntil):
 		ev.Kind = EventLeaseExpired
+		w.outcome = OutcomeLeaseExpired
 		return decorate(inProgress(p, true), false, nil)
 	default:
 		// Processing with a live lease, or a retryable failure another
 		// arrival took over a moment ago.
 		ev.Kind = EventInProgress
+		w.outcome = OutcomeInProgress
 		return decorate(inProgress(p, false), false, ptr(true))
 	}
 }
 
 // run executes the handler under a claim and records how it ended.
-func (m *Middleware) run(ctx context.Context, req mcp.CallToolRequest, next server.ToolHandlerFunc, c *call) *mcp.CallToolResult {
+func (m *Middleware) run(ctx context.Context, req mcp.CallToolRequest, next server.ToolHandlerFunc, c *call, w *write) *mcp.CallToolResult {
+	w.outcome = OutcomeExecuted
 	res, err := next(withCall(ctx, c), req)
 	if committed, out, ok := c.committedResult(); ok {
 		// The handler stored its answer with its effect; that is the answer.
@@ -211,30 +263,35 @@ func (m *Middleware) run(ctx context.Context, req mcp.CallToolRequest, next serv
 	var rej *rejectedError
 	switch {
 	case errors.As(err, &rej):
-		if rerr := c.store.Release(storeCtx, c.key, c.owner); rerr != nil {
-			m.event(Event{Kind: EventStoreFailed, Key: c.key, Tool: req.Params.Name, Err: rerr, At: m.opts.Now()})
+		w.outcome = OutcomeRejected
+		if rerr := c.store.Release(storeCtx, c.recordKey, c.owner); rerr != nil {
+			m.event(c.failed(req, rerr, m.opts.Now()))
 		}
 		return decorate(refusal("rejected", rej.Error(), nil), false, ptr(false))
 	case err == nil && res != nil && len(res.InputRequests) > 0:
 		// An input_required answer is not an outcome: the client will call
 		// again with the answers, under the same key, and must be let in.
-		if rerr := c.store.Release(storeCtx, c.key, c.owner); rerr != nil {
-			m.event(Event{Kind: EventStoreFailed, Key: c.key, Tool: req.Params.Name, Err: rerr, At: m.opts.Now()})
+		if rerr := c.store.Release(storeCtx, c.recordKey, c.owner); rerr != nil {
+			m.event(c.failed(req, rerr, m.opts.Now()))
 		}
 		return res
 	}
 	out, res := outcomeOf(res, err, m.opts.Now())
-	ferr := c.store.Finish(storeCtx, c.key, c.owner, func(*sql.Tx) (Outcome, error) { return out, nil })
+	ferr := c.store.Finish(storeCtx, c.recordKey, c.owner, func(*sql.Tx) (Outcome, error) { return out, nil })
 	if errors.Is(ferr, ErrLeaseLost) {
 		// Another execution reclaimed the key while this one ran long; its
 		// answer is the one that counts.
-		m.event(Event{Kind: EventStoreFailed, Key: c.key, Tool: req.Params.Name, Err: ferr, At: m.opts.Now()})
+		m.event(c.failed(req, ferr, m.opts.Now()))
+		if c.key == "" {
+			return decorate(refusal("in_progress", "an identical call sent without a key took over after this one's lease expired; resend later to get that execution's result",
+				map[string]any{"deduplicated_by": "window"}), false, ptr(true))
+		}
 		return decorate(refusal("in_progress", fmt.Sprintf("idempotency key %q was taken over by a later execution after this one's lease expired; resend later with the same key to get that execution's result", c.key), map[string]any{"key": c.key}), false, ptr(true))
 	}
 	if ferr != nil {
 		// The record stays processing and turns in-progress-or-unknown when
 		// its lease ends; this caller still gets the real answer.
-		m.event(Event{Kind: EventStoreFailed, Key: c.key, Tool: req.Params.Name, Err: ferr, At: m.opts.Now()})
+		m.event(c.failed(req, ferr, m.opts.Now()))
 		return decorate(res, false, nil)
 	}
 	return decorate(res, false, shouldRetry(out))
@@ -243,7 +300,8 @@ func (m *Middleware) run(ctx context.Context, req mcp.CallToolRequest, next serv
 // runUnprotected runs a call that carries no key: nothing is stored, but
 // errors become results and Commit still works, so the handler needs one code
 // path only.
-func (m *Middleware) runUnprotected(ctx context.Context, req mcp.CallToolRequest, next server.ToolHandlerFunc) *mcp.CallToolResult {
+func (m *Middleware) runUnprotected(ctx context.Context, req mcp.CallToolRequest, next server.ToolHandlerFunc, w *write) *mcp.CallToolResult {
+	w.outcome = OutcomeExecuted
 	c := &call{store: m.opts.Store, now: m.opts.Now}
 	res, err := next(withCall(ctx, c), req)
 	if committed, out, ok := c.committedResult(); ok {
@@ -251,6 +309,7 @@ func (m *Middleware) runUnprotected(ctx context.Context, req mcp.CallToolRequest
 	}
 	var rej *rejectedError
 	if errors.As(err, &rej) {
+		w.outcome = OutcomeRejected
 		return decorate(refusal("rejected", rej.Error(), nil), false, ptr(false))
 	}
 	if err == nil && res != nil && len(res.InputRequests) > 0 {
@@ -302,6 +361,9 @@ func shouldRetry(out Outcome) *bool {
 func (m *Middleware) event(e Event) {
 	if e.Kind != EventStoreFailed {
 		m.dedupeHits.Add(1)
+	}
+	if m.metrics != nil {
+		m.metrics.event(e)
 	}
 	if m.opts.OnEvent != nil {
 		m.opts.OnEvent(e)

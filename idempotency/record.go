@@ -32,9 +32,9 @@ const (
 
 // Record is what a Store keeps for one idempotency key.
 type Record struct {
-	Key         string
+	Key         string // the caller's key, or "window " + Fingerprint for a dedupe-window record
 	Tool        string
-	Fingerprint string          // SHA-256 hex of Args
+	Fingerprint string          // SHA-256 hex of Args (window: of tool, Args and scope)
 	Args        json.RawMessage // canonical JSON of the arguments without the key argument
 	State       State
 	Owner       string    // token of the execution that holds or held the claim

@@ -16,9 +16,9 @@ import (
 // usually shares its file with the application's tables (and their version).
 var migrations = []string{
 	`CREATE TABLE idempotency_records (
-		key          TEXT PRIMARY KEY,      -- the idempotency key, as sent
+		key          TEXT PRIMARY KEY,      -- the idempotency key, as sent; "window <fingerprint>" for a dedupe-window record
 		tool         TEXT NOT NULL,         -- tool name of the first arrival
-		fingerprint  TEXT NOT NULL,         -- SHA-256 hex of args
+		fingerprint  TEXT NOT NULL,         -- SHA-256 hex of args (window: of tool, args and scope)
 		args         TEXT NOT NULL,         -- canonical JSON arguments, key argument removed
 		state        TEXT NOT NULL CHECK (state IN ('processing', 'completed', 'failed')),
 		owner        TEXT NOT NULL,         -- token of the execution holding the claim
@@ -217,6 +217,51 @@ func (s *SQLiteStore) Purge(ctx context.Context, now time.Time) (int64, error) {
 		return 0, fmt.Errorf("purge expired records: %w", err)
 	}
 	return res.RowsAffected()
+}
+
+// PurgeWindow deletes at most limit dedupe-window records that expired
+// before now, and reports how many. A window record still processing under
+// a live lease is kept: it stands for a call still running. Keyed records
+// are left to Purge.
+func (s *SQLiteStore) PurgeWindow(ctx context.Context, now time.Time, limit int) (int64, error) {
+	at := now.UTC().Format(timeFormat)
+	res, err := s.db.ExecContext(ctx, `DELETE FROM idempotency_records WHERE key IN (
+		SELECT key FROM idempotency_records
+		WHERE key >= ? AND key < ? AND expires_at <= ? AND (state <> 'processing' OR lease_until <= ?)
+		LIMIT ?)`, windowKeyPrefix, windowKeyEnd, at, at, limit)
+	if err != nil {
+		return 0, fmt.Errorf("purge expired window records: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// CountRecords counts the records that have not expired by now, by state:
+// those of keys, and those of the dedupe window.
+func (s *SQLiteStore) CountRecords(ctx context.Context, now time.Time) (keys, window map[State]int64, err error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT key >= ? AND key < ?, state, COUNT(*) FROM idempotency_records
+		WHERE expires_at > ? GROUP BY 1, 2`, windowKeyPrefix, windowKeyEnd, now.UTC().Format(timeFormat))
+	if err != nil {
+		return nil, nil, fmt.Errorf("count records: %w", err)
+	}
+	defer rows.Close()
+	keys, window = map[State]int64{}, map[State]int64{}
+	for rows.Next() {
+		var isWindow bool
+		var state string
+		var n int64
+		if err := rows.Scan(&isWindow, &state, &n); err != nil {
+			return nil, nil, fmt.Errorf("count records: %w", err)
+		}
+		if isWindow {
+			window[State(state)] = n
+		} else {
+			keys[State(state)] = n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("count records: %w", err)
+	}
+	return keys, window, nil
 }
 
 // Lookup returns the record for key, if there is one; for tools and tests

@@ -6,26 +6,37 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcp-confirm/mcp-confirm/demo"
+	"github.com/mcp-confirm/mcp-confirm/idempotency"
 )
 
 // runDemoServer serves the built-in orders server over stdin/stdout until
 // stdin closes. Logs go to stderr: stdout carries the protocol only.
 func (c *cli) demoServerCommand() *cobra.Command {
 	var o demo.Options
+	var scope string
 	cmd := c.leaf(&cobra.Command{
-		Use:   "demo-server [--db FILE] [fault flags]",
+		Use:   "demo-server [--db FILE] [fault flags] [--dedupe-window DUR [--dedupe-scope S]] [--metrics ADDR]",
 		Short: "the built-in orders server (MCP over stdio), with faults to order",
 		Long: `The built-in orders server: create_order (a write that honours idempotency
 keys), find_orders, get_budget. Its flags make the faults mcp-confirm exists
 for: an answer lost after the order is committed, a late answer, a garbled one.
-Its --db is the demo's own orders file, not a journal.`,
+Its --db is the demo's own orders file, not a journal.
+
+--dedupe-window is for clients that send no key: an identical keyless
+create_order within the window is not ordered again (intentional_repeat:
+true lets one through, logged). Off by default; never applies to keyed calls.
+--metrics serves Prometheus metrics at http://ADDR/metrics and logs the
+address it bound (127.0.0.1:0 picks a free port).`,
 		Example: `  mcp-confirm demo-server --db /tmp/demo/orders.db
-  mcp-confirm call create_order --args '{"item":"widget"}' -- mcp-confirm demo-server --hang-after-commit 1`,
-	}, "serve", nil, func(pos []string) int { return runDemoServer(c.ctx, c.env, o, pos) })
+  mcp-confirm call create_order --args '{"item":"widget"}' -- mcp-confirm demo-server --hang-after-commit 1
+  mcp-confirm demo-server --dedupe-window 60s --dedupe-scope client --metrics 127.0.0.1:9464`,
+	}, "serve", nil, func(pos []string) int { return runDemoServer(c.ctx, c.env, o, scope, pos) })
 	fs := cmd.Flags()
 	fs.StringVar(&o.DB, "db", "", "the demo's SQLite file (default: a temporary file, removed on exit)")
 	fs.DurationVar(&o.Delay, "delay", 0, "every create_order takes this long, sending progress every 250ms")
@@ -35,13 +46,22 @@ Its --db is the demo's own orders file, not a journal.`,
 	fs.IntVar(&o.AnswerTwice, "answer-twice", 0, "the first N create_order answers are written twice; the second copy differs (another order_id) when the order id is odd")
 	fs.Float64Var(&o.FailRate, "fail-rate", 0, "share (0 to 1) of create_order executions that fail before committing")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed for --fail-rate draws")
+	fs.DurationVar(&o.DedupeWindow, "dedupe-window", 0, "an identical create_order sent without a key within this long of the first is not ordered again (default: off)")
+	fs.StringVar(&scope, "dedupe-scope", "", "with --dedupe-window, what else makes two keyless calls the same: none, client (its declared name) or arg:NAME (default none)")
+	fs.StringVar(&o.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (HOST:PORT; port 0 picks one, logged)")
 	cmd.ValidArgsFunction = cobra.NoFileCompletions
 	return cmd
 }
 
 // runDemoServer serves the built-in orders server over stdin/stdout until
 // stdin closes. Logs go to stderr: stdout carries the protocol only.
-func runDemoServer(ctx context.Context, e *env, o demo.Options, pos []string) int {
+func runDemoServer(ctx context.Context, e *env, o demo.Options, scope string, pos []string) int {
+	if scope != "" {
+		var err error
+		if o.DedupeScope, err = idempotency.ParseDedupeScope(scope); err != nil {
+			return demoUsageError(e, "--dedupe-scope "+strconv.Quote(scope)+": want none, client or arg:NAME")
+		}
+	}
 	switch {
 	case len(pos) > 0:
 		return demoUsageError(e, fmt.Sprintf("unexpected argument %q", pos[0]))
@@ -59,6 +79,12 @@ func runDemoServer(ctx context.Context, e *env, o demo.Options, pos []string) in
 		return demoUsageError(e, "--answer-twice must not be negative")
 	case o.FailRate < 0 || o.FailRate > 1:
 		return demoUsageError(e, "--fail-rate must be between 0 and 1")
+	case o.DedupeWindow < 0:
+		return demoUsageError(e, "--dedupe-window must not be negative")
+	case scope != "" && o.DedupeWindow == 0:
+		return demoUsageError(e, "--dedupe-scope needs --dedupe-window")
+	case o.MetricsAddr != "" && !validHostPort(o.MetricsAddr):
+		return demoUsageError(e, "--metrics "+strconv.Quote(o.MetricsAddr)+": want HOST:PORT, such as 127.0.0.1:9464 (port 0 picks one)")
 	}
 	o.Logger = slog.New(slog.NewTextHandler(e.stderr, nil))
 	if err := demo.Serve(ctx, o, e.stdin, e.stdout); err != nil {
@@ -66,6 +92,15 @@ func runDemoServer(ctx context.Context, e *env, o demo.Options, pos []string) in
 		return exitUnavailable
 	}
 	return exitOK
+}
+
+func validHostPort(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 0 && n <= 65535
 }
 
 func demoUsageError(e *env, msg string) int {
@@ -77,7 +112,11 @@ func demoUsageError(e *env, msg string) int {
 // its cause.
 func demoOpenHint(err error) string {
 	var folder *demo.FolderError
+	var listen *demo.ListenError
 	switch {
+	case errors.As(err, &listen):
+		return "Another program may be using that port, or the host is not this machine's: " +
+			"give --metrics another address (127.0.0.1:0 picks a free port)"
 	case errors.As(err, &folder):
 		return "The folder was missing and could not be made: check that you may write its parent, " +
 			"or give --db a path in a folder of yours"
