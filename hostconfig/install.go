@@ -25,6 +25,10 @@ type File struct {
 // Changed reports whether init would change the file.
 func (f *File) Changed() bool { return !bytes.Equal(f.Before, f.After) }
 
+// Writable refuses a file init cannot write: read-only to this user, or in
+// a folder where the temporary file of an atomic write cannot be made.
+func (f *File) Writable() error { return checkWritable(f.Real) }
+
 // Read reads loc and plans its rewrite by w; it is nil, with no error, when
 // the file does not exist. A file that is not JSON with comments is a
 // *ParseError; nothing is written either way.
