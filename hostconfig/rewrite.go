@@ -1,0 +1,318 @@
+package hostconfig
+
+import (
+	"bytes"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/tailscale/hujson"
+)
+
+// Wrap is what a wrapped entry runs: Self proxy --db Journal [--policy
+// Policy] -- the entry's own command and args.
+type Wrap struct {
+	Self    string   // absolute path of the mcp-confirm binary
+	Journal string   // absolute path of the journal
+	Policy  string   // absolute path of the policy file; "" for none
+	Exclude []string // server names to leave alone
+}
+
+// proxyArgs are the words put before the entry's own command.
+func (w Wrap) proxyArgs() []string {
+	args := []string{"proxy", "--db", w.Journal}
+	if w.Policy != "" {
+		args = append(args, "--policy", w.Policy)
+	}
+	return append(args, "--")
+}
+
+// Action is what init does, or did, with one server entry.
+type Action int
+
+const (
+	Wrapped        Action = iota // rewritten to start through the proxy
+	AlreadyWrapped               // its command is already mcp-confirm proxy
+	Remote                       // a url entry: left alone this round
+	Disabled                     // the host does not start it
+	Excluded                     // named in --exclude
+	Invalid                      // not a stdio entry init can read
+)
+
+// Reasons, as shown after "skipped: ".
+const (
+	ReasonRemote   = "remote (url) entry; proxy --url is not available yet"
+	ReasonWrapped  = "already goes through mcp-confirm proxy"
+	ReasonDisabled = "disabled in the host's config"
+	ReasonExcluded = "excluded (--exclude)"
+)
+
+// Entry is one server entry of a file and what init does with it.
+type Entry struct {
+	Name   string
+	At     string // where its map is, e.g. "mcpServers", "projects./src/app.mcpServers"
+	Action Action
+	Reason string // why it is left alone ("" when Wrapped)
+	// What the wrapped entry uses (Wrapped, AlreadyWrapped); Policy is ""
+	// when it names none.
+	Journal, Policy string
+}
+
+// Rewrite returns src with every stdio server entry of loc wrapped by w,
+// and what was done with each entry. Only the command and args values of
+// wrapped entries change (args is added after command when missing); every
+// other byte, comments and formatting included, is kept. out equals src
+// when there is nothing to wrap. A file that cannot be read as JSON with
+// comments, or whose servers are not an object, is a *ParseError.
+func Rewrite(src []byte, loc Location, w Wrap) (out []byte, entries []Entry, err error) {
+	root, err := parse(loc.Path, src)
+	if err != nil {
+		return nil, nil, err
+	}
+	if root.Value == nil {
+		return src, nil, nil
+	}
+	top := jsonObject{root.Value.(*hujson.Object)}
+	changed := false
+	for _, where := range loc.Servers {
+		maps, err := resolve(loc.Path, src, top, where)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, m := range maps {
+			var disabled []string
+			if loc.disabled != nil {
+				disabled = loc.disabled(top, m.at)
+			}
+			for i := range m.obj.o.Members {
+				mem := &m.obj.o.Members[i]
+				e := classify(mem, w, disabled)
+				e.At = strings.Join(m.at, ".")
+				if e.Action == Wrapped {
+					wrapEntry(mem.Value.Value.(*hujson.Object), w)
+					e.Journal, e.Policy = w.Journal, w.Policy
+					changed = true
+				}
+				entries = append(entries, e)
+			}
+		}
+	}
+	if !changed {
+		return src, entries, nil
+	}
+	return root.Pack(), entries, nil
+}
+
+// serverMap is one object of server entries and its path in the file.
+type serverMap struct {
+	at  []string
+	obj jsonObject
+}
+
+// resolve finds the server maps at path (with "*" for every member). An
+// absent step means no servers there; a step that is not an object is an
+// error, since the host would not read it either.
+func resolve(file string, src []byte, top jsonObject, path []string) ([]serverMap, error) {
+	cur := []serverMap{{obj: top}}
+	for _, step := range path {
+		var next []serverMap
+		for _, c := range cur {
+			var members []*hujson.ObjectMember
+			if step == "*" {
+				for i := range c.obj.o.Members {
+					members = append(members, &c.obj.o.Members[i])
+				}
+			} else if m := c.obj.member(step); m != nil {
+				members = append(members, m)
+			}
+			for _, m := range members {
+				at := append(slices.Clone(c.at), memberName(*m))
+				o, ok := m.Value.Value.(*hujson.Object)
+				if !ok {
+					if step == "*" {
+						continue // a project entry of another shape: not ours to judge
+					}
+					return nil, shapeError(file, src, m.Value, strings.Join(at, ".")+" is "+kindName(m.Value.Value)+", not an object of servers")
+				}
+				next = append(next, serverMap{at: at, obj: jsonObject{o}})
+			}
+		}
+		cur = next
+	}
+	return cur, nil
+}
+
+// classify decides what to do with one entry.
+func classify(mem *hujson.ObjectMember, w Wrap, disabled []string) Entry {
+	e := Entry{Name: memberName(*mem)}
+	o, ok := mem.Value.Value.(*hujson.Object)
+	if !ok {
+		e.Action, e.Reason = Invalid, "the entry is "+kindName(mem.Value.Value)+", not an object"
+		return e
+	}
+	entry := jsonObject{o}
+	command, hasCommand := entry.str("command")
+	args, argsOK := []string(nil), true
+	if m := entry.member("args"); m != nil {
+		args, argsOK = stringArray(m.Value.Value)
+	}
+	switch {
+	case hasCommand && argsOK && isProxy(command, args, w.Self):
+		e.Action, e.Reason = AlreadyWrapped, ReasonWrapped
+		e.Journal, e.Policy = flagValue(args, "--db"), flagValue(args, "--policy")
+	case isRemote(entry):
+		e.Action, e.Reason = Remote, ReasonRemote
+	case entry.isTrue("disabled") || slices.Contains(disabled, e.Name):
+		e.Action, e.Reason = Disabled, ReasonDisabled
+	case slices.Contains(w.Exclude, e.Name):
+		e.Action, e.Reason = Excluded, ReasonExcluded
+	case entry.member("command") == nil:
+		e.Action, e.Reason = Invalid, "no command"
+	case !hasCommand:
+		e.Action, e.Reason = Invalid, "command is not a string"
+	case !argsOK:
+		e.Action, e.Reason = Invalid, "args is not a list of strings"
+	default:
+		e.Action = Wrapped
+	}
+	return e
+}
+
+// isRemote: an entry the host reaches over HTTP (url in Claude, Cursor,
+// VS Code; httpUrl in Gemini CLI; serverUrl in Windsurf; or a type saying
+// so).
+func isRemote(entry jsonObject) bool {
+	for _, k := range []string{"url", "httpUrl", "serverUrl"} {
+		if entry.member(k) != nil {
+			return true
+		}
+	}
+	t, _ := entry.str("type")
+	switch strings.ToLower(t) {
+	case "http", "sse", "streamable-http", "streamablehttp", "ws", "websocket":
+		return true
+	}
+	return false
+}
+
+// isProxy: the entry already starts mcp-confirm proxy (any mcp-confirm
+// binary, with global flags before or after the word proxy).
+func isProxy(command string, args []string, self string) bool {
+	if command != self && filepath.Base(command) != "mcp-confirm" {
+		return false
+	}
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "proxy" {
+			return true
+		}
+	}
+	return false
+}
+
+// flagValue is the value of --name in args before "--" ("--name V" or
+// "--name=V").
+func flagValue(args []string, name string) string {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == name && i+1 < len(args) {
+			return args[i+1]
+		}
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// wrapEntry makes o start through the proxy: command becomes w.Self and
+// args gains, at its front, the proxy's words and the old command. The old
+// command's literal is moved as written (escapes and all), and the existing
+// args elements keep their comments and layout.
+func wrapEntry(o *hujson.Object, w Wrap) {
+	entry := jsonObject{o}
+	cmdMember := entry.member("command")
+	oldCommand := cmdMember.Value.Value
+	cmdMember.Value.Value = hujson.String(w.Self)
+
+	front := make([]hujson.Value, 0, 8)
+	for _, a := range w.proxyArgs() {
+		front = append(front, hujson.Value{Value: hujson.String(a)})
+	}
+	front = append(front, hujson.Value{Value: oldCommand})
+
+	if m := entry.member("args"); m != nil {
+		prependElements(m.Value.Value.(*hujson.Array), front)
+		return
+	}
+	// No args: add "args" right after "command", laid out like it.
+	for i := range front {
+		if i > 0 {
+			front[i].BeforeExtra = hujson.Extra(" ")
+		}
+	}
+	i := 0
+	for j := range o.Members {
+		if &o.Members[j] == cmdMember {
+			i = j
+		}
+	}
+	args := hujson.ObjectMember{
+		Name:  hujson.Value{BeforeExtra: layoutOf(cmdMember.Name.BeforeExtra, " "), Value: hujson.String("args")},
+		Value: hujson.Value{BeforeExtra: layoutOf(cmdMember.Value.BeforeExtra, " "), Value: &hujson.Array{Elements: front}},
+	}
+	if i == len(o.Members)-1 {
+		// command was last: args is last now, with command's trailing
+		// comma if it had one.
+		if cmdMember.Value.AfterExtra != nil {
+			args.Value.AfterExtra = hujson.Extra{}
+		}
+		cmdMember.Value.AfterExtra = append(hujson.Extra{}, cmdMember.Value.AfterExtra...)
+	}
+	o.Members = slices.Insert(o.Members, i+1, args)
+}
+
+// prependElements puts front before arr's elements, on a line of their own
+// when the array is laid out one element a line, else inline.
+func prependElements(arr *hujson.Array, front []hujson.Value) {
+	if len(arr.Elements) == 0 {
+		for i := range front {
+			if i > 0 {
+				front[i].BeforeExtra = hujson.Extra(" ")
+			}
+		}
+		arr.Elements = front
+		return
+	}
+	first := arr.Elements[0].BeforeExtra
+	if nl := bytes.LastIndexByte(first, '\n'); nl >= 0 && isBlank(first[nl+1:]) {
+		front[0].BeforeExtra = append(hujson.Extra("\n"), first[nl+1:]...)
+	} else {
+		lead := len(first) - len(bytes.TrimLeft(first, " \t"))
+		front[0].BeforeExtra = append(hujson.Extra{}, first[:lead]...)
+		arr.Elements[0].BeforeExtra = append(hujson.Extra(" "), first[lead:]...)
+	}
+	for i := 1; i < len(front); i++ {
+		front[i].BeforeExtra = hujson.Extra(" ")
+	}
+	arr.Elements = append(front, arr.Elements...)
+}
+
+// layoutOf is the whitespace that puts a new member where extra puts the one
+// it belongs to: a newline and the same indent, or else def; comments in
+// extra stay with their member.
+func layoutOf(extra hujson.Extra, def string) hujson.Extra {
+	if nl := bytes.LastIndexByte(extra, '\n'); nl >= 0 && isBlank(extra[nl+1:]) {
+		return append(hujson.Extra("\n"), extra[nl+1:]...)
+	}
+	if isBlank(extra) && len(extra) > 0 {
+		return append(hujson.Extra{}, extra...)
+	}
+	return hujson.Extra(def)
+}
+
+func isBlank(b []byte) bool { return len(bytes.Trim(b, " \t\r")) == 0 }
