@@ -465,6 +465,9 @@ func (g *Guard) settle(ctx context.Context, a *attempt) (Result, error) {
 	if a.replayed {
 		_ = g.j.RecordEvent(ctx, pending.EventDedupeHit, id, "server replayed a stored result")
 	}
+	if a.out.Resent != "" {
+		_ = g.j.RecordEvent(ctx, pending.EventResent, id, fmt.Sprintf("attempt %d: %s", a.n, a.out.Resent))
+	}
 	if a.out.Why != "" {
 		// Not a usable answer: the call is unknown, the bytes are evidence.
 		_ = g.j.RecordEvent(ctx, pending.EventUnusableAnswer, id, a.mask.detail(answerDetail(a.n, mcpclient.LateResult{

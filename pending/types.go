@@ -107,6 +107,10 @@ const (
 	EventConflict       = "conflict"
 	EventSecondAnswer   = "second_answer" // a further answer to a request already answered
 	EventUnusableAnswer = "unusable_answer"
+	// EventResent: the request was sent a second time within one attempt,
+	// with the same key, because the server provably had not run the first
+	// (over HTTP: it no longer knew the session, SPEC §9).
+	EventResent = "resent"
 )
 
 // ReasonRecovered is the reason a call left in flight by a dead process gets.
