@@ -95,7 +95,7 @@ func (s *Server) createOrder(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	}
 	if !res.IsError {
 		s.log.Info("order committed", "key", key, "item", item, "quantity", quantity, "buyer", buyer)
-		if f, ok := ctx.Value(hangKey{}).(*hangFlag); ok && s.hangs.Add(1) <= int64(s.opts.HangAfterCommit) {
+		if f, ok := ctx.Value(hangKey{}).(*hangFlag); ok && s.hangs.Add(1) <= int64(max(s.opts.HangAfterCommit, s.opts.CutAfterCommit)) {
 			f.hang = true
 		}
 	}
@@ -145,14 +145,23 @@ func (s *Server) work(ctx context.Context, req mcp.CallToolRequest) error {
 // execution is one of the first --hang-after-commit N, the answer (already
 // committed, key record included) is never sent, the way a response is lost.
 // It sits outside the middleware so the record is completed before the hang.
+// Over HTTP, --cut-after-commit closes the connection instead.
 func (s *Server) hangAfterCommit(next server.ToolHandlerFunc) server.ToolHandlerFunc {
-	if s.opts.HangAfterCommit <= 0 {
+	if s.opts.HangAfterCommit <= 0 && s.opts.CutAfterCommit <= 0 {
 		return next
 	}
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		f := &hangFlag{}
 		res, err := next(context.WithValue(ctx, hangKey{}, f), req)
 		if !f.hang {
+			return res, err
+		}
+		if cut, ok := ctx.Value(cutKey{}).(func() bool); ok && s.opts.CutAfterCommit > 0 {
+			if cut() {
+				s.log.Warn("committed, connection closed without the answer (--cut-after-commit)", "key", idempotencyKey(req))
+				return nil, errors.New("connection cut after commit (--cut-after-commit)")
+			}
+			s.log.Error("--cut-after-commit: the connection could not be cut; answering", "key", idempotencyKey(req))
 			return res, err
 		}
 		if s.opts.AnswerAfter > 0 {

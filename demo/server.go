@@ -38,6 +38,11 @@ type Options struct {
 	DB              string        // database file; "" means a temporary file removed on Close
 	Delay           time.Duration // every create_order takes this long, with progress
 	HangAfterCommit int           // the first N create_order executions commit, then never answer
+	// CutAfterCommit, over HTTP (ServeHTTP): the first N create_order
+	// executions commit, then their connection is closed, unanswered.
+	CutAfterCommit int
+	// HTTPAddr is the host:port ServeHTTP listens on (port 0 picks one).
+	HTTPAddr string
 	// AnswerAfter, with HangAfterCommit, makes those executions answer
 	// after all, this long after their commit, even if the client gave up
 	// on them meanwhile: the response that was late, not lost.
@@ -131,6 +136,7 @@ func NewServer(ctx context.Context, opts Options) (*Server, error) {
 	s.mcp = server.NewMCPServer(Name, Version, server.WithToolCapabilities(false), server.WithRecovery(), server.WithHooks(hooks))
 	s.addTools()
 	s.log.Info("demo server ready", "db", s.path, "delay", opts.Delay, "hang_after_commit", opts.HangAfterCommit,
+		"cut_after_commit", opts.CutAfterCommit,
 		"fail_rate", opts.FailRate, "unusable_answer", opts.UnusableAnswer, "answer_twice", opts.AnswerTwice, "seed", opts.Seed,
 		"dedupe_window", opts.DedupeWindow, "dedupe_scope", opts.DedupeScope.String())
 	return s, nil
@@ -200,14 +206,19 @@ func (s *Server) logEvent(e idempotency.Event) {
 	}
 }
 
-// ListenError is a --metrics address that could not be listened on.
+// ListenError is an address (--metrics, --http) that could not be listened on.
 type ListenError struct {
 	Addr string
+	What string // what was to be served there; "" is metrics
 	Err  error
 }
 
 func (e *ListenError) Error() string {
-	return fmt.Sprintf("listen for metrics on %s: %v", e.Addr, e.Err)
+	what := e.What
+	if what == "" {
+		what = "metrics"
+	}
+	return fmt.Sprintf("listen for %s on %s: %v", what, e.Addr, e.Err)
 }
 
 func (e *ListenError) Unwrap() error { return e.Err }

@@ -16,6 +16,7 @@ type ServerIdentity struct {
 	Command string   `json:"command,omitempty"`
 	Args    []string `json:"args,omitempty"`
 	Dir     string   `json:"dir,omitempty"`    // the folder the command was started in
+	URL     string   `json:"url,omitempty"`    // a remote server's endpoint (headers are not kept: they hold tokens)
 	Config  string   `json:"config,omitempty"` // absolute path of the host config file
 	Server  string   `json:"server,omitempty"` // the server's name in Config
 	Builtin string   `json:"builtin,omitempty"`
@@ -28,7 +29,7 @@ const BuiltinDemo = "demo"
 // IsZero: no identity (a call recorded before identities were kept, or a
 // guard that was given none).
 func (id ServerIdentity) IsZero() bool {
-	return id.Command == "" && id.Config == "" && id.Builtin == ""
+	return id.Command == "" && id.Config == "" && id.Builtin == "" && id.URL == ""
 }
 
 // Same reports whether two identities name the same server. The working
@@ -39,6 +40,8 @@ func (id ServerIdentity) Same(o ServerIdentity) bool {
 		return id.Builtin == o.Builtin && id.DemoDB == o.DemoDB
 	case id.Config != "" || o.Config != "":
 		return id.Config == o.Config && id.Server == o.Server
+	case id.URL != "" || o.URL != "":
+		return id.URL == o.URL
 	}
 	if id.Command != o.Command || len(id.Args) != len(o.Args) {
 		return false
@@ -58,6 +61,8 @@ func (id ServerIdentity) String() string {
 		return "the built-in demo server (orders in " + id.DemoDB + ")"
 	case id.Config != "":
 		return fmt.Sprintf("server %q of %s", id.Server, id.Config)
+	case id.URL != "":
+		return id.URL
 	case id.Command != "":
 		words := append([]string{id.Command}, id.Args...)
 		for i, w := range words {

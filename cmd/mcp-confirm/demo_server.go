@@ -21,12 +21,17 @@ func (c *cli) demoServerCommand() *cobra.Command {
 	var o demo.Options
 	var scope string
 	cmd := c.leaf(&cobra.Command{
-		Use:   "demo-server [--db FILE] [fault flags] [--dedupe-window DUR [--dedupe-scope S]] [--metrics ADDR]",
-		Short: "the built-in orders server (MCP over stdio), with faults to order",
+		Use:   "demo-server [--db FILE] [--http ADDR] [fault flags] [--dedupe-window DUR [--dedupe-scope S]] [--metrics ADDR]",
+		Short: "the built-in orders server (MCP over stdio or HTTP), with faults to order",
 		Long: `The built-in orders server: create_order (a write that honours idempotency
 keys), find_orders, get_budget. Its flags make the faults mcp-confirm exists
 for: an answer lost after the order is committed, a late answer, a garbled one.
 Its --db is the demo's own orders file, not a journal.
+
+--http serves it over Streamable HTTP at http://ADDR/mcp instead of stdio,
+and logs the URL it bound (127.0.0.1:0 picks a free port); there
+--cut-after-commit N closes the first N create_order connections after the
+order is committed, without the response.
 
 --dedupe-window is for clients that send no key: an identical keyless
 create_order within the window is not ordered again (intentional_repeat:
@@ -35,12 +40,15 @@ true lets one through, logged). Off by default; never applies to keyed calls.
 address it bound (127.0.0.1:0 picks a free port).`,
 		Example: `  mcp-confirm demo-server --db /tmp/demo/orders.db
   mcp-confirm call create_order --args '{"item":"widget"}' -- mcp-confirm demo-server --hang-after-commit 1
+  mcp-confirm demo-server --http 127.0.0.1:8808 --cut-after-commit 1
   mcp-confirm demo-server --dedupe-window 60s --dedupe-scope client --metrics 127.0.0.1:9464`,
 	}, "serve", nil, func(pos []string) int { return runDemoServer(c.ctx, c.env, o, scope, pos) })
 	fs := cmd.Flags()
 	fs.StringVar(&o.DB, "db", "", "the demo's SQLite file (default: a temporary file, removed on exit)")
 	fs.DurationVar(&o.Delay, "delay", 0, "every create_order takes this long, sending progress every 250ms")
 	fs.IntVar(&o.HangAfterCommit, "hang-after-commit", 0, "the first N create_order executions commit, then never answer")
+	fs.StringVar(&o.HTTPAddr, "http", "", "serve MCP over Streamable HTTP at http://ADDR/mcp, not stdio (HOST:PORT; port 0 picks one, logged)")
+	fs.IntVar(&o.CutAfterCommit, "cut-after-commit", 0, "with --http: the first N create_order executions commit, then their connection is closed unanswered")
 	fs.DurationVar(&o.AnswerAfter, "answer-after", 0, "with --hang-after-commit: answer after all, this long after the commit (a late, not lost, response)")
 	fs.IntVar(&o.UnusableAnswer, "unusable-answer", 0, "the first N create_order answers are replaced by a line that is not a usable tool result (kind drawn per answer with --seed)")
 	fs.IntVar(&o.AnswerTwice, "answer-twice", 0, "the first N create_order answers are written twice; the second copy differs (another order_id) when the order id is odd")
@@ -77,6 +85,14 @@ func runDemoServer(ctx context.Context, e *env, o demo.Options, scope string, po
 		return demoUsageError(e, "--unusable-answer must not be negative")
 	case o.AnswerTwice < 0:
 		return demoUsageError(e, "--answer-twice must not be negative")
+	case o.CutAfterCommit < 0:
+		return demoUsageError(e, "--cut-after-commit must not be negative")
+	case o.HTTPAddr != "" && !validHostPort(o.HTTPAddr):
+		return demoUsageError(e, "--http "+strconv.Quote(o.HTTPAddr)+": want HOST:PORT, such as 127.0.0.1:8808 (port 0 picks one)")
+	case o.CutAfterCommit > 0 && o.HTTPAddr == "":
+		return demoUsageError(e, "--cut-after-commit is for --http (over stdio, --hang-after-commit loses the answer)")
+	case o.HTTPAddr != "" && (o.UnusableAnswer > 0 || o.AnswerTwice > 0):
+		return demoUsageError(e, "--unusable-answer and --answer-twice are stdio faults; not with --http")
 	case o.FailRate < 0 || o.FailRate > 1:
 		return demoUsageError(e, "--fail-rate must be between 0 and 1")
 	case o.DedupeWindow < 0:
@@ -87,7 +103,11 @@ func runDemoServer(ctx context.Context, e *env, o demo.Options, scope string, po
 		return demoUsageError(e, "--metrics "+strconv.Quote(o.MetricsAddr)+": want HOST:PORT, such as 127.0.0.1:9464 (port 0 picks one)")
 	}
 	o.Logger = slog.New(slog.NewTextHandler(e.stderr, nil))
-	if err := demo.Serve(ctx, o, e.stdin, e.stdout); err != nil {
+	serve := func() error { return demo.Serve(ctx, o, e.stdin, e.stdout) }
+	if o.HTTPAddr != "" {
+		serve = func() error { return demo.ServeHTTP(ctx, o) }
+	}
+	if err := serve(); err != nil {
 		fmt.Fprintf(e.stderr, "mcp-confirm demo-server: %v\n%s.\n", err, demoOpenHint(err))
 		return exitUnavailable
 	}
@@ -115,8 +135,12 @@ func demoOpenHint(err error) string {
 	var listen *demo.ListenError
 	switch {
 	case errors.As(err, &listen):
+		flag := "--metrics"
+		if listen.What != "" {
+			flag = "--http"
+		}
 		return "Another program may be using that port, or the host is not this machine's: " +
-			"give --metrics another address (127.0.0.1:0 picks a free port)"
+			"give " + flag + " another address (127.0.0.1:0 picks a free port)"
 	case errors.As(err, &folder):
 		return "The folder was missing and could not be made: check that you may write its parent, " +
 			"or give --db a path in a folder of yours"
