@@ -39,6 +39,8 @@ type globalOpts struct {
 	json    bool
 	config  string
 	server  string
+	url     string   // a remote server over Streamable HTTP
+	headers []string // --header 'Name: value', for --url
 }
 
 // Which global flags a command uses. A global flag given to a command that
@@ -47,7 +49,7 @@ type globalOpts struct {
 var (
 	journalOnly = []string{"db"}
 	journalJSON = []string{"db", "json"}
-	withServer  = []string{"db", "json", "policy", "timeout", "config", "server"}
+	withServer  = []string{"db", "json", "policy", "timeout", "config", "server", "url", "header"}
 )
 
 const annotationGlobals = "mcp-confirm/globals"
@@ -105,6 +107,8 @@ or journal is given, else over the server after -- (or --config/--server).`,
 	pf.BoolVar(&c.g.json, "json", false, "machine-readable output")
 	pf.StringVar(&c.g.config, "config", "", "host config file with mcpServers/servers (Claude, VS Code, Cursor)")
 	pf.StringVar(&c.g.server, "server", "", "which server in --config")
+	pf.StringVar(&c.g.url, "url", "", "a remote MCP server's Streamable HTTP endpoint (https://host/mcp)")
+	pf.StringArrayVar(&c.g.headers, "header", nil, "HTTP header for --url, 'Name: value'; ${VAR} is read from the environment (repeatable)")
 	root.RegisterFlagCompletionFunc("server", c.completeServers)
 	root.RegisterFlagCompletionFunc("db", fileCompletion("db"))
 	root.RegisterFlagCompletionFunc("policy", fileCompletion("toml"))

@@ -158,6 +158,12 @@ func prepareProxy(ctx context.Context, e *env, logTo io.Writer, g *globalOpts, f
 		fmt.Fprintf(e.stderr, "mcp-confirm proxy: %v\nRun 'mcp-confirm proxy --help' for server selection.\n", err)
 		return nil, nil, exitBadInput
 	}
+	if choice.spec.URL != "" {
+		closeAll()
+		fmt.Fprintf(e.stderr, "mcp-confirm proxy: a remote server (%s) cannot be proxied yet; call, tools, query, retry and the console take --url.\n"+
+			"Run the proxy in front of a stdio server (-- COMMAND ARGS).\n", choice.spec.URL)
+		return nil, nil, exitBadInput
+	}
 	p = proxy.New(proxy.Options{
 		Server: choice.spec, Identity: choice.identity, Journal: j, Policy: policy, Timeout: g.timeout, Version: version,
 		Logger:       slog.New(slog.NewTextHandler(logw, nil)).With("from", "mcp-confirm proxy"),

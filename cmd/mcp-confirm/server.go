@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,9 +31,22 @@ type serverChoice struct {
 // the built-in demo server (this binary's demo-server command, keeping its
 // orders in demoDB so successive commands see the same orders).
 func serverSpec(e *env, g *globalOpts, demoDB string) (serverChoice, error) {
+	ways := 0
+	for _, given := range []bool{len(e.serverCmd) > 0, g.config != "" || g.server != "", g.url != ""} {
+		if given {
+			ways++
+		}
+	}
 	switch {
-	case len(e.serverCmd) > 0 && (g.config != "" || g.server != ""):
-		return serverChoice{}, errors.New("give the server either after -- or with --config and --server, not both")
+	case ways > 1:
+		return serverChoice{}, errors.New("give the server one way: after --, with --config and --server, or with --url")
+	case len(g.headers) > 0 && g.url == "" && g.config == "":
+		return serverChoice{}, errors.New("--header is for a remote server: give its --url too")
+	case g.url != "":
+		if err := checkURL(g.url); err != nil {
+			return serverChoice{}, err
+		}
+		return serverChoice{spec: mcpclient.ServerSpec{URL: g.url}, identity: guard.ServerIdentity{URL: g.url}, given: true}, nil
 	case len(e.serverCmd) > 0:
 		dir, _ := os.Getwd()
 		spec := mcpclient.ServerSpec{Command: e.serverCmd[0], Args: e.serverCmd[1:]}
@@ -91,14 +105,67 @@ func callServer(c pending.Call) (serverChoice, error) {
 		}
 		return serverChoice{spec: spec, identity: id}, nil
 	}
+	if id.URL != "" {
+		return serverChoice{spec: mcpclient.ServerSpec{URL: id.URL}, identity: id}, nil
+	}
 	spec := mcpclient.ServerSpec{Command: id.Command, Args: id.Args, Dir: id.Dir}
 	return serverChoice{spec: spec, identity: id}, nil
+}
+
+// checkURL refuses what cannot be a Streamable HTTP endpoint.
+func checkURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--url %q is not an http:// or https:// URL with a host", raw)
+	}
+	return nil
+}
+
+// headersOf reads --header 'Name: value' flags, ${VAR} from the environment.
+func headersOf(flags []string) (map[string]string, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	h := map[string]string{}
+	for _, f := range flags {
+		name, value, ok := strings.Cut(f, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || strings.ContainsAny(name, " \t") {
+			return nil, fmt.Errorf("--header %q is not 'Name: value'", f)
+		}
+		v, err := mcpclient.ExpandHeader(strings.TrimSpace(value))
+		if err != nil {
+			return nil, fmt.Errorf("--header %s: %w", name, err)
+		}
+		h[name] = v
+	}
+	return h, nil
+}
+
+// serverConn is what commands use of a server session: a stdio
+// mcpclient.Client or a remote mcpclient.Remote.
+type serverConn interface {
+	guard.Server
+	State() mcpclient.SessionState
+	Close() error
+}
+
+// dial makes the session for spec: over HTTP when it has a URL.
+func dial(spec mcpclient.ServerSpec, opts mcpclient.Options) (serverConn, error) {
+	if spec.URL != "" {
+		r, err := mcpclient.NewRemote(spec, opts)
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
+	}
+	return mcpclient.New(spec, opts), nil
 }
 
 // engine is everything a command that talks to a server needs.
 type engine struct {
 	journal *pending.Journal
-	client  *mcpclient.Client
+	client  serverConn
 	guard   *guard.Guard
 	policy  *guard.Policy // nil: none given
 }
@@ -136,6 +203,17 @@ func openEngine(ctx context.Context, e *env, g *globalOpts, cmd string, forCall 
 	if err == nil && !choice.given && forCall != 0 {
 		choice, err = ownServer(ctx, j, forCall)
 	}
+	if err == nil && choice.spec.URL != "" {
+		var flagHeaders map[string]string
+		if flagHeaders, err = headersOf(g.headers); err == nil {
+			for k, v := range flagHeaders {
+				if choice.spec.Headers == nil {
+					choice.spec.Headers = map[string]string{}
+				}
+				choice.spec.Headers[k] = v
+			}
+		}
+	}
 	if err != nil {
 		j.Close()
 		code := exitBadInput
@@ -152,7 +230,7 @@ func openEngine(ctx context.Context, e *env, g *globalOpts, cmd string, forCall 
 	if policy != nil {
 		listTimeout = policy.Defaults.ListTimeout.Duration
 	}
-	en.client = mcpclient.New(spec, mcpclient.Options{
+	en.client, err = dial(spec, mcpclient.Options{
 		ClientVersion: version,
 		ListTimeout:   listTimeout,
 		OnLateResult:  func(lr mcpclient.LateResult) { gd.HandleLateResult(lr) },
@@ -160,6 +238,11 @@ func openEngine(ctx context.Context, e *env, g *globalOpts, cmd string, forCall 
 			_ = j.RecordEvent(context.Background(), pending.EventSessionStarted, 0, fmt.Sprintf("session %d", n))
 		},
 	})
+	if err != nil {
+		j.Close()
+		fmt.Fprintf(e.stderr, "mcp-confirm %s: %v\nNothing was sent.\n", cmd, err)
+		return nil, exitBadInput
+	}
 	gd = guard.New(j, en.client, guard.Options{Policy: policy, ServerAlias: spec.Name, Server: choice.identity,
 		WriteTimeout: g.timeout})
 	en.guard = gd
@@ -219,7 +302,14 @@ func exitFor(e *env, g *globalOpts, cmd string, res guard.Result, err error) int
 			return exitHeld
 		}
 		hint := "Check that the server starts on its own (run its command by hand); nothing was sent."
+		var refused *mcpclient.RefusedError
 		switch {
+		case errors.Is(err, mcpclient.ErrAuthorization):
+			hint = "The server wants authorization: give --header 'Authorization: Bearer ${TOKEN}' (the token in $TOKEN); nothing was run."
+		case errors.As(err, &refused):
+			hint = "The server refused the request before running it: check --url and --header; nothing was run."
+		case g.url != "":
+			hint = "Check that the server is up and reachable at " + g.url + "; nothing was sent."
 		case errors.Is(err, mcpclient.ErrListTimeout):
 			// The message already says nothing was sent.
 			hint = "If the server is only slow to list, raise list_timeout under [defaults] in the policy (--policy)."
