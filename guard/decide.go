@@ -135,32 +135,39 @@ func (g *Guard) Query(ctx context.Context, id int64, o QueryOptions) (Result, er
 }
 
 func (g *Guard) query(ctx context.Context, c pending.Call, o QueryOptions, operator string) (Result, error) {
+	res, _, err := g.queryEvidence(ctx, c, o, operator)
+	return res, err
+}
+
+// queryEvidence is query, also giving the evidence it stored with the
+// query decision (a mark that follows from it keeps the same).
+func (g *Guard) queryEvidence(ctx context.Context, c pending.Call, o QueryOptions, operator string) (Result, json.RawMessage, error) {
 	tp := g.opts.Policy.tool(c.Tool)
 	toolName, template := o.Tool, o.Args
 	if toolName == "" {
 		toolName, template = tp.QueryTool, tp.QueryArgs
 	}
 	if toolName == "" {
-		return Result{}, &NoQueryError{Tool: c.Tool}
+		return Result{}, nil, &NoQueryError{Tool: c.Tool}
 	}
 	tool, err := g.Tool(ctx, toolName) // starts the session, so the server's name is known
 	if err != nil {
-		return Result{}, err
+		return Result{}, nil, err
 	}
 	override, err := g.checkServer(c, o.AnyServer)
 	if err != nil {
-		return Result{}, err
+		return Result{}, nil, err
 	}
 	if kind, _ := g.Classify(tool); kind != pending.KindRead {
-		return Result{}, badInput("%s is classed as a write; a query must be a read tool (set kind = \"read\" in the policy if it is one)", toolName)
+		return Result{}, nil, badInput("%s is classed as a write; a query must be a read tool (set kind = \"read\" in the policy if it is one)", toolName)
 	}
 	args, err := expandQueryArgs(template, c)
 	if err != nil {
-		return Result{}, err
+		return Result{}, nil, err
 	}
 	res, err := g.read(ctx, tool.Name, Request{Args: args})
 	if err != nil {
-		return res, err
+		return res, nil, err
 	}
 	// The query's answer may name the call's redacted fields (an order
 	// echoing its card number): masked by the call's rules and, where this
@@ -176,11 +183,11 @@ func (g *Guard) query(ctx context.Context, c pending.Call, o QueryOptions, opera
 	if err := g.j.Decide(context.WithoutCancel(ctx), c.ID, pending.DecisionInput{
 		Action: pending.ActionQuery, Operator: operator, Note: o.Note, Evidence: evidence, Proposal: proposal,
 	}); err != nil {
-		return Result{}, journalErr(err)
+		return Result{}, nil, journalErr(err)
 	}
 	res.Call, _ = g.j.Get(ctx, c.ID)
 	res.Key = c.Key
-	return res, nil
+	return res, evidence, nil
 }
 
 // Proposals a query can make. They are shown; only auto_resolve acts on
