@@ -60,3 +60,47 @@ func TestManyGetsAtOnceOnAFreshJournal(t *testing.T) {
 		t.Fatalf("after: %+v, %v; the call's statement should be cached", c, err)
 	}
 }
+
+func TestOldestUnknown(t *testing.T) {
+	clock := &testClock{t: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	j, err := Open(context.Background(), t.TempDir()+"/journal.db", Options{Now: clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	ctx := context.Background()
+	if _, _, ok, err := j.OldestUnknown(ctx); ok || err != nil {
+		t.Fatalf("empty journal: ok %v, err %v", ok, err)
+	}
+	var ids []int64
+	for i := range 3 {
+		c, err := j.RecordIntent(ctx, intent("create_order", fmt.Sprintf(`{"n":%d}`, i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, c.ID)
+	}
+	// Call 2 is lost first, then 1; 3 succeeds.
+	lostAt := map[int64]time.Time{}
+	for _, id := range []int64{ids[1], ids[0]} {
+		clock.t = clock.t.Add(time.Hour)
+		if err := j.RecordOutcome(ctx, id, 1, Outcome{Event: EventLost, Reason: "idle timeout"}); err != nil {
+			t.Fatal(err)
+		}
+		lostAt[id] = clock.t
+	}
+	if err := j.RecordOutcome(ctx, ids[2], 1, Outcome{Event: EventSucceeded, Result: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	id, since, ok, err := j.OldestUnknown(ctx)
+	if err != nil || !ok || id != ids[1] || !since.Equal(lostAt[ids[1]]) {
+		t.Fatalf("oldest unknown: %d since %s (ok %v, err %v); want %d since %s", id, since, ok, err, ids[1], lostAt[ids[1]])
+	}
+	// Marked applied, it is no longer unknown; the next one is.
+	if err := j.Decide(ctx, ids[1], DecisionInput{Action: ActionMark, Operator: "op"}); err != nil {
+		t.Fatal(err)
+	}
+	if id, _, _, _ := j.OldestUnknown(ctx); id != ids[0] {
+		t.Fatalf("after marking %d: oldest unknown %d, want %d", ids[1], id, ids[0])
+	}
+}

@@ -3,8 +3,10 @@ package pending
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"sort"
 	"sync"
+	"time"
 )
 
 // Stats summarises the journal for `mcp-confirm stats`.
@@ -141,4 +143,23 @@ func (j *Journal) DataVersion(ctx context.Context) (int64, error) {
 	var v int64
 	err := j.version.conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v)
 	return v, err
+}
+
+// OldestUnknown is the call that has been unknown longest, and since when:
+// the end of its newest attempt (when it became unknown this time), else
+// its creation. ok is false when no call is unknown.
+func (j *Journal) OldestUnknown(ctx context.Context) (id int64, since time.Time, ok bool, err error) {
+	var at string
+	err = j.read.QueryRowContext(ctx, `SELECT id, since FROM (
+			SELECT c.id, coalesce((SELECT max(a.ended_at) FROM attempts a WHERE a.call_id = c.id), c.created_at) AS since
+			FROM calls c WHERE c.state = 'unknown'
+		) ORDER BY since, id LIMIT 1`).Scan(&id, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, time.Time{}, false, nil
+	}
+	if err != nil {
+		return 0, time.Time{}, false, err
+	}
+	since, err = parseTime(at)
+	return id, since, err == nil, err
 }

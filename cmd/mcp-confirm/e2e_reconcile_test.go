@@ -106,8 +106,15 @@ func makeOrders(t testing.TB, bin, demoDB string, calls []seededCall) {
 // (idle timeout), setting each one's id.
 func recordUnknown(t testing.TB, journal, server string, identity json.RawMessage, calls []seededCall) {
 	t.Helper()
+	recordUnknownWith(t, journal, pending.Options{}, server, identity, calls)
+}
+
+// recordUnknownWith is recordUnknown with the journal opened with opts (a
+// clock in the past).
+func recordUnknownWith(t testing.TB, journal string, opts pending.Options, server string, identity json.RawMessage, calls []seededCall) {
+	t.Helper()
 	ctx := context.Background()
-	j, err := pending.Open(ctx, journal, pending.Options{})
+	j, err := pending.Open(ctx, journal, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
