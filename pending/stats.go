@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 	"sort"
 	"sync"
 	"time"
@@ -116,7 +117,9 @@ func summarize(secs []float64) Durations {
 		return Durations{}
 	}
 	sort.Float64s(secs)
-	at := func(q float64) float64 { return secs[int(q*float64(len(secs)-1))] }
+	// Nearest rank: the smallest value with at least q of them at or below
+	// it (the p90 of 60s and 120s is 120s, not 60s).
+	at := func(q float64) float64 { return secs[max(int(math.Ceil(q*float64(len(secs))))-1, 0)] }
 	return Durations{Count: len(secs), Median: at(0.5), P90: at(0.9), Max: secs[len(secs)-1]}
 }
 
