@@ -52,22 +52,54 @@ type ReconcileOptions struct {
 	Note       string // kept with the mark
 }
 
-// Reconcile queries what became of call id on this guard's server (its
+// Reconcile queries what became of call c on this guard's server (its
 // policy's query_tool, as Query runs it, storing the evidence) and sorts the
-// answer into a Finding. It never sends the write. A failure to query is a
-// finding, not an error: Reconcile returns one for every call it is given.
-func (g *Guard) Reconcile(ctx context.Context, id int64, o ReconcileOptions) Reconciled {
-	c, err := g.j.Get(ctx, id)
-	if err != nil {
-		return Reconciled{Call: pending.Call{ID: id}, Finding: FindingQueryFailed, Err: journalErr(err), Evidence: oneLineText(journalErr(err).Error())}
-	}
-	res, evidence, err := g.queryEvidence(ctx, c, QueryOptions{}, g.opts.Operator)
+// answer into a Finding: ReconcileQuery, then Keep. It never sends the
+// write. A failure to query is a finding, not an error: Reconcile returns
+// one for every call it is given.
+func (g *Guard) Reconcile(ctx context.Context, c pending.Call, o ReconcileOptions) Reconciled {
+	return g.ReconcileQuery(ctx, c).Keep(ctx, o)
+}
+
+// Answer is a reconciliation query's answer that the journal does not
+// keep yet: Keep keeps it. A bulk reconciliation runs its next query while
+// the journal commits the answers before it.
+type Answer struct {
+	g      *Guard
+	answer queryAnswer
+	out    Reconciled // set when there is nothing to keep
+	kept   bool
+}
+
+// ReconcileQuery runs the query for call c (its policy's query_tool) and
+// returns the answer for Keep. c may come from a listing (Journal.List): a
+// query is allowed in any state, and Keep's mark is refused, with nothing
+// written, if the call was decided elsewhere meanwhile.
+func (g *Guard) ReconcileQuery(ctx context.Context, c pending.Call) *Answer {
+	a, err := g.askQuery(ctx, c, QueryOptions{}, g.opts.Operator)
 	var noQuery *NoQueryError
 	switch {
 	case errors.As(err, &noQuery):
-		return Reconciled{Call: c, Finding: FindingNoQuery, Evidence: "no query_tool for " + termtext.Name(c.Tool) + " in the policy"}
+		return &Answer{out: Reconciled{Call: c, Finding: FindingNoQuery, Evidence: "no query_tool for " + termtext.Name(c.Tool) + " in the policy"}}
 	case err != nil:
-		return Reconciled{Call: c, Finding: FindingQueryFailed, Err: err, Evidence: oneLineText(err.Error())}
+		return &Answer{out: Reconciled{Call: c, Finding: FindingQueryFailed, Err: err, Evidence: oneLineText(err.Error())}}
+	}
+	return &Answer{g: g, answer: a}
+}
+
+// Keep records the answer as the call's query decision (its evidence and
+// proposal) and, with ApplyFound and a found call, marks it applied with
+// that evidence. Keep it once.
+func (a *Answer) Keep(ctx context.Context, o ReconcileOptions) Reconciled {
+	if a.g == nil || a.kept {
+		return a.out
+	}
+	a.kept = true
+	g, c := a.g, a.answer.c
+	res, evidence, err := g.keepQuery(ctx, a.answer)
+	if err != nil {
+		a.out = Reconciled{Call: c, Finding: FindingQueryFailed, Err: err, Evidence: oneLineText(err.Error())}
+		return a.out
 	}
 	out := Reconciled{Call: res.Call, Evidence: EvidenceSummary(res)}
 	switch proposalFrom(res) {
@@ -78,27 +110,28 @@ func (g *Guard) Reconcile(ctx context.Context, id int64, o ReconcileOptions) Rec
 	default:
 		out.Finding = FindingQueryFailed
 	}
-	if out.Finding != FindingFound || !o.ApplyFound {
-		return out
+	if out.Finding == FindingFound && o.ApplyFound {
+		note := o.Note
+		if note == "" {
+			note = "reconcile: the query found it (" + out.Evidence + ")"
+		}
+		err = g.j.Decide(context.WithoutCancel(ctx), c.ID, pending.DecisionInput{
+			Action: pending.ActionMark, Operator: g.opts.Operator, Note: note, Evidence: evidence,
+		})
+		switch {
+		case errors.Is(err, pending.ErrIllegalTransition):
+			out.AlreadyDecided = true
+			if now, err := g.j.Get(ctx, c.ID); err == nil {
+				out.Call = now
+			}
+		case err != nil:
+			out.Err = journalErr(err)
+		default:
+			out.Applied = true
+			out.Call.State = pending.StateApplied
+		}
 	}
-	note := o.Note
-	if note == "" {
-		note = "reconcile: the query found it (" + out.Evidence + ")"
-	}
-	err = g.j.Decide(context.WithoutCancel(ctx), c.ID, pending.DecisionInput{
-		Action: pending.ActionMark, Operator: g.opts.Operator, Note: note, Evidence: evidence,
-	})
-	switch {
-	case errors.Is(err, pending.ErrIllegalTransition):
-		out.AlreadyDecided = true
-	case err != nil:
-		out.Err = journalErr(err)
-	default:
-		out.Applied = true
-	}
-	if c2, err := g.j.Get(ctx, c.ID); err == nil {
-		out.Call = c2
-	}
+	a.out = out
 	return out
 }
 

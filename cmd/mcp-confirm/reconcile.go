@@ -263,24 +263,59 @@ func (r *reconciler) sessionFor(ctx context.Context, c pending.Call) (*serverSes
 	return s, s.start
 }
 
+// keepers is how many answers reconcile may have waiting for the journal
+// at once, per query out: the journal commits them in batches while the
+// next queries run.
+const keepers = 4
+
 // run reconciles calls with at most n queries out at once; the lines are
-// in the order of calls.
+// in the order of calls. A query's slot is free as soon as its answer is
+// in: keeping the answer (a journal commit) is done by other goroutines,
+// several answers to one commit.
 func (r *reconciler) run(ctx context.Context, calls []pending.Call, n int, o guard.ReconcileOptions,
 	progress func(done, total int, counts map[guard.Finding]int)) []reconcileLine {
 	lines := make([]reconcileLine, len(calls))
+	type asked struct {
+		i   int
+		ans *guard.Answer
+		res guard.Reconciled // when there is no answer to keep
+	}
 	next := make(chan int)
+	answers := make(chan asked, n)
 	var mu sync.Mutex // guards done, counts and progress
 	done, counts := 0, map[guard.Finding]int{}
-	var wg sync.WaitGroup
+	var queries, keeps sync.WaitGroup
 	for range min(n, len(calls)) {
-		wg.Add(1)
+		queries.Add(1)
 		go func() {
-			defer wg.Done()
+			defer queries.Done()
 			for i := range next {
-				lines[i] = r.one(ctx, calls[i], o)
+				a := asked{i: i}
+				switch s, err := r.sessionFor(ctx, calls[i]); {
+				case ctx.Err() != nil:
+					a.res = guard.Reconciled{Call: calls[i], Finding: guard.FindingQueryFailed, Err: context.Cause(ctx)}
+				case err != nil:
+					a.res = guard.Reconciled{Call: calls[i], Finding: guard.FindingQueryFailed, Err: err}
+				default:
+					a.ans = s.en.guard.ReconcileQuery(ctx, calls[i])
+				}
+				answers <- a
+			}
+		}()
+	}
+	for range min(n*keepers, len(calls)) {
+		keeps.Add(1)
+		go func() {
+			defer keeps.Done()
+			for a := range answers {
+				res := a.res
+				if a.ans != nil {
+					res = a.ans.Keep(ctx, o)
+				}
+				lines[a.i] = r.line(calls[a.i], res)
 				mu.Lock()
 				done++
-				counts[lines[i].Proposal]++
+				counts[lines[a.i].Proposal]++
 				if progress != nil {
 					progress(done, len(calls), counts)
 				}
@@ -292,21 +327,15 @@ func (r *reconciler) run(ctx context.Context, calls []pending.Call, n int, o gua
 		next <- i
 	}
 	close(next)
-	wg.Wait()
+	queries.Wait()
+	close(answers)
+	keeps.Wait()
 	return lines
 }
 
-func (r *reconciler) one(ctx context.Context, c pending.Call, o guard.ReconcileOptions) reconcileLine {
+// line is one call's line of the report.
+func (r *reconciler) line(c pending.Call, res guard.Reconciled) reconcileLine {
 	line := reconcileLine{ID: c.ID, Server: c.Server, Tool: c.Tool, Key: c.Key, State: c.State}
-	var res guard.Reconciled
-	switch s, err := r.sessionFor(ctx, c); {
-	case ctx.Err() != nil:
-		res = guard.Reconciled{Call: c, Finding: guard.FindingQueryFailed, Err: context.Cause(ctx)}
-	case err != nil:
-		res = guard.Reconciled{Call: c, Finding: guard.FindingQueryFailed, Err: err}
-	default:
-		res = s.en.guard.Reconcile(ctx, c.ID, o)
-	}
 	line.Proposal, line.Applied = res.Finding, res.Applied
 	if res.Call.ID != 0 && res.Call.State != "" {
 		line.State = res.Call.State
