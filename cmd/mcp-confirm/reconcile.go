@@ -228,6 +228,11 @@ type serverSession struct {
 	start error // why the server could not be started, if it could not
 }
 
+// hasQuery: the policy names a query_tool for tool.
+func (r *reconciler) hasQuery(tool string) bool {
+	return r.policy != nil && r.policy.Tools[tool].QueryTool != ""
+}
+
 func (r *reconciler) close() {
 	for _, s := range r.engines {
 		if s.en != nil {
@@ -238,20 +243,28 @@ func (r *reconciler) close() {
 
 // sessionFor is the session of c's own server, or why there is none.
 func (r *reconciler) sessionFor(ctx context.Context, c pending.Call) (*serverSession, error) {
-	choice, err := callServer(c)
-	if err != nil {
+	id, ok := guard.ParseServerIdentity(c.ServerIdentity)
+	if !ok {
+		_, err := callServer(c) // says why, and what to do
 		return nil, err
 	}
-	id := choice.identity
 	id.Dir = "" // where to start it, not which server it is (ServerIdentity.Same)
 	key := string(id.JSON())
 	r.mu.Lock()
 	s := r.engines[key]
 	if s == nil {
-		s = &serverSession{en: serverEngine(r.j, r.policy, choice, 0)}
+		s = &serverSession{}
+		if choice, err := callServer(c); err != nil {
+			s.start = err
+		} else {
+			s.en = serverEngine(r.j, r.policy, choice, 0)
+		}
 		r.engines[key] = s
 	}
 	r.mu.Unlock()
+	if s.en == nil {
+		return nil, s.start
+	}
 	s.once.Do(func() {
 		// One tools/list before the queries fan out, and one start error
 		// for all of them: a server that cannot start is not started again
@@ -291,6 +304,13 @@ func (r *reconciler) run(ctx context.Context, calls []pending.Call, n int, o gua
 			defer queries.Done()
 			for i := range next {
 				a := asked{i: i}
+				if !r.hasQuery(calls[i].Tool) {
+					// Said without starting its server.
+					a.res = guard.Reconciled{Call: calls[i], Finding: guard.FindingNoQuery,
+						Evidence: "no query_tool for " + termtext.Name(calls[i].Tool) + " in the policy"}
+					answers <- a
+					continue
+				}
 				switch s, err := r.sessionFor(ctx, calls[i]); {
 				case ctx.Err() != nil:
 					a.res = guard.Reconciled{Call: calls[i], Finding: guard.FindingQueryFailed, Err: context.Cause(ctx)}
