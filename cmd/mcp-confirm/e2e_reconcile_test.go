@@ -327,7 +327,6 @@ func TestReconcileBulk(t *testing.T) {
 	wantExit(t, r, 3, "reconcile --server orders")
 	if got := parseReconcile(t, r); len(got.Calls) != len(gone) || got.Calls[0].Proposal != "query failed" || got.Calls[0].Error == "" {
 		t.Errorf("--server orders: %+v, want the %d calls of the server that cannot start, failed with the reason", got.Calls, len(gone))
-
 	}
 	r = w.run("reconcile", "--policy", policy, "--since", "1h", "--tool", "no_such_tool")
 	wantExit(t, r, 0, "reconcile with nothing selected")
