@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -351,5 +352,36 @@ func TestReconcileBadInput(t *testing.T) {
 		if !strings.Contains(r.stderr, tc.want) {
 			t.Errorf("%v: stderr should say %q:\n%s", tc.args, tc.want, r.stderr)
 		}
+	}
+}
+
+// TestReconcileProgressOnATerminal: with stderr on a terminal (script(1)
+// gives it one), reconcile counts its queries on stderr as it goes; its
+// stdout stays the report alone.
+func TestReconcileProgressOnATerminal(t *testing.T) {
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("no script(1) to give the command a terminal")
+	}
+	dir := t.TempDir()
+	w := newWorld(t, dir)
+	seedUnknown(t, seedSpec{journal: w.journal, bin: w.bin, demoDB: w.demoDB, n: 20, found: func(i int) bool { return i < 5 }, prefix: "tty"})
+	policy := filepath.Join(dir, "policy.toml")
+	if err := os.WriteFile(policy, []byte(reconcilePolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "report.json")
+	line := fmt.Sprintf("%s reconcile --db %s --policy %s --json > %s", shellQuote(w.bin), shellQuote(w.journal), shellQuote(policy), shellQuote(out))
+	r := cliIn(t, script, dir, "", "-qec", line, "/dev/null")
+	if !strings.Contains(r.stdout, "reconcile: 20/20 queried; found 5, not found 15") {
+		t.Errorf("no progress line on the terminal:\n%s", r)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep reconcileOut
+	if err := json.Unmarshal(b, &rep); err != nil || rep.Summary.Calls != 20 {
+		t.Errorf("stdout should be the report alone: %v\n%s", err, b)
 	}
 }

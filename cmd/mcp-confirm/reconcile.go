@@ -129,7 +129,7 @@ func runReconcile(ctx context.Context, e *env, g *globalOpts, f reconcileFlags, 
 	r := &reconciler{j: j, policy: policy, engines: map[string]*serverSession{}}
 	defer r.close()
 	var progress func(done, total int, counts map[guard.Finding]int)
-	if writesToTerminal(e.stderr) && !g.json {
+	if writesToTerminal(e.stderr) {
 		progress = func(done, total int, counts map[guard.Finding]int) {
 			fmt.Fprintf(e.stderr, "\rreconcile: %d/%d queried; found %d, not found %d, query failed %d, no query %d ",
 				done, total, counts[guard.FindingFound], counts[guard.FindingNotFound],
