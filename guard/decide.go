@@ -135,52 +135,92 @@ func (g *Guard) Query(ctx context.Context, id int64, o QueryOptions) (Result, er
 }
 
 func (g *Guard) query(ctx context.Context, c pending.Call, o QueryOptions, operator string) (Result, error) {
+	res, _, err := g.queryEvidence(ctx, c, o, operator)
+	if err == nil {
+		res.Call, _ = g.j.Get(ctx, c.ID)
+	}
+	return res, err
+}
+
+// queryEvidence is query, also giving the evidence it stored with the
+// query decision (a mark that follows from it keeps the same); it does not
+// read the call again, so res.Call is c.
+func (g *Guard) queryEvidence(ctx context.Context, c pending.Call, o QueryOptions, operator string) (Result, json.RawMessage, error) {
+	a, err := g.askQuery(ctx, c, o, operator)
+	if err != nil {
+		return a.res, nil, err
+	}
+	return g.keepQuery(ctx, a)
+}
+
+// queryAnswer is a query's answer before the journal keeps it.
+type queryAnswer struct {
+	c        pending.Call
+	res      Result
+	evidence json.RawMessage
+	proposal string
+	note     string
+	operator string
+}
+
+// askQuery runs the query's read and makes its evidence; keepQuery keeps
+// it. Apart, a bulk query need not hold a read back while the journal
+// commits the last answer.
+func (g *Guard) askQuery(ctx context.Context, c pending.Call, o QueryOptions, operator string) (queryAnswer, error) {
 	tp := g.opts.Policy.tool(c.Tool)
 	toolName, template := o.Tool, o.Args
 	if toolName == "" {
 		toolName, template = tp.QueryTool, tp.QueryArgs
 	}
 	if toolName == "" {
-		return Result{}, &NoQueryError{Tool: c.Tool}
+		return queryAnswer{}, &NoQueryError{Tool: c.Tool}
 	}
 	tool, err := g.Tool(ctx, toolName) // starts the session, so the server's name is known
 	if err != nil {
-		return Result{}, err
+		return queryAnswer{}, err
 	}
 	override, err := g.checkServer(c, o.AnyServer)
 	if err != nil {
-		return Result{}, err
+		return queryAnswer{}, err
 	}
 	if kind, _ := g.Classify(tool); kind != pending.KindRead {
-		return Result{}, badInput("%s is classed as a write; a query must be a read tool (set kind = \"read\" in the policy if it is one)", toolName)
+		return queryAnswer{}, badInput("%s is classed as a write; a query must be a read tool (set kind = \"read\" in the policy if it is one)", toolName)
 	}
 	args, err := expandQueryArgs(template, c)
 	if err != nil {
-		return Result{}, err
+		return queryAnswer{}, err
 	}
 	res, err := g.read(ctx, tool.Name, Request{Args: args})
 	if err != nil {
-		return res, err
+		return queryAnswer{res: res}, err
 	}
 	// The query's answer may name the call's redacted fields (an order
 	// echoing its card number): masked by the call's rules and, where this
 	// process sent the call, its values.
 	mask := g.masker(c)
 	res.Result, res.Error, o.Note = mask.json(res.Result), mask.json(res.Error), mask.text(o.Note)
-	proposal := proposalFrom(res)
 	ev := map[string]any{"tool": tool.Name, "args": args, "result": res.Result, "error": res.Error}
 	if override != nil {
 		ev["server_override"] = override
 	}
 	evidence, _ := json.Marshal(ev)
-	if err := g.j.Decide(context.WithoutCancel(ctx), c.ID, pending.DecisionInput{
-		Action: pending.ActionQuery, Operator: operator, Note: o.Note, Evidence: evidence, Proposal: proposal,
+	return queryAnswer{c: c, res: res, evidence: evidence, proposal: proposalFrom(res), note: o.Note, operator: operator}, nil
+}
+
+// keepQuery records a query's answer as a query decision, with its
+// proposal.
+func (g *Guard) keepQuery(ctx context.Context, a queryAnswer) (Result, json.RawMessage, error) {
+	if err := g.j.Decide(context.WithoutCancel(ctx), a.c.ID, pending.DecisionInput{
+		Action: pending.ActionQuery, Operator: a.operator, Note: a.note, Evidence: a.evidence, Proposal: a.proposal,
 	}); err != nil {
-		return Result{}, journalErr(err)
+		return Result{}, nil, journalErr(err)
 	}
-	res.Call, _ = g.j.Get(ctx, c.ID)
-	res.Key = c.Key
-	return res, nil
+	res := a.res
+	res.Call, res.Key = a.c, a.c.Key
+	if a.proposal != "" {
+		res.Call.Proposal = a.proposal
+	}
+	return res, a.evidence, nil
 }
 
 // Proposals a query can make. They are shown; only auto_resolve acts on

@@ -68,8 +68,9 @@ func (j *Journal) Get(ctx context.Context, id int64) (Call, error) {
 	if err != nil {
 		return Call{}, err
 	}
-	defer tx.Rollback()
 	q := j.cached(tx)
+	defer q.fill(ctx) // after the rollback below gives the connection back
+	defer tx.Rollback()
 	c, err := scanCall(q.QueryRowContext(ctx, "SELECT "+callColumns+" FROM calls WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Call{}, fmt.Errorf("call %d: %w", id, ErrNoSuchCall)
@@ -98,21 +99,34 @@ type readStmts struct {
 	m  map[string]*sql.Stmt
 }
 
-func (r *readStmts) get(ctx context.Context, db *sql.DB, query string) (*sql.Stmt, error) {
+func (r *readStmts) lookup(query string) *sql.Stmt {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if st, ok := r.m[query]; ok {
-		return st, nil
+	return r.m[query]
+}
+
+// prepare caches query. It must be called holding no connection of db:
+// preparing takes one from the pool, and readers that each hold one while
+// waiting for another would wait for ever (more Gets at once than the pool
+// has connections did).
+func (r *readStmts) prepare(ctx context.Context, db *sql.DB, query string) {
+	if r.lookup(query) != nil {
+		return
 	}
 	st, err := db.PrepareContext(ctx, query)
 	if err != nil {
-		return nil, err
+		return // the next reader runs it unprepared and tries again
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.m == nil {
 		r.m = map[string]*sql.Stmt{}
 	}
+	if _, ok := r.m[query]; ok {
+		st.Close() // another reader was first
+		return
+	}
 	r.m[query] = st
-	return st, nil
 }
 
 func (r *readStmts) close() error {
@@ -127,27 +141,38 @@ func (r *readStmts) close() error {
 }
 
 // cachedTx runs fixed queries inside a read transaction through the cache.
+// A query not cached yet runs on the transaction as it is, and is prepared
+// by fill, once the transaction has given its connection back.
 type cachedTx struct {
-	j  *Journal
-	tx *sql.Tx
+	j      *Journal
+	tx     *sql.Tx
+	missed *[]string
 }
 
-func (j *Journal) cached(tx *sql.Tx) cachedTx { return cachedTx{j: j, tx: tx} }
+func (j *Journal) cached(tx *sql.Tx) cachedTx { return cachedTx{j: j, tx: tx, missed: new([]string)} }
+
+// fill prepares the queries that missed the cache; call it after the
+// transaction has ended.
+func (c cachedTx) fill(ctx context.Context) {
+	for _, q := range *c.missed {
+		c.j.readStmts.prepare(context.WithoutCancel(ctx), c.j.read, q)
+	}
+}
 
 func (c cachedTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	st, err := c.j.readStmts.get(ctx, c.j.read, query)
-	if err != nil {
-		return nil, err
+	if st := c.j.readStmts.lookup(query); st != nil {
+		return c.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 	}
-	return c.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	*c.missed = append(*c.missed, query)
+	return c.tx.QueryContext(ctx, query, args...)
 }
 
 func (c cachedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	st, err := c.j.readStmts.get(ctx, c.j.read, query)
-	if err != nil {
-		return c.tx.QueryRowContext(ctx, query, args...) // reports the same error through Scan
+	if st := c.j.readStmts.lookup(query); st != nil {
+		return c.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}
-	return c.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	*c.missed = append(*c.missed, query)
+	return c.tx.QueryRowContext(ctx, query, args...)
 }
 
 func attemptsOf(ctx context.Context, q querier, id int64) ([]Attempt, error) {
@@ -295,6 +320,8 @@ func (j *Journal) Export(ctx context.Context, since time.Time, fn func(Call) err
 	if err != nil {
 		return err
 	}
+	q := j.cached(tx)
+	defer q.fill(ctx) // after the rollback below gives the connection back
 	defer tx.Rollback()
 	// Pages of 512, read by keyset, keep memory flat on big journals.
 	page := func(q string, args ...any) ([]Call, error) {
@@ -305,7 +332,6 @@ func (j *Journal) Export(ctx context.Context, since time.Time, fn func(Call) err
 		return scanCalls(rows)
 	}
 	calls, err := page("created_at >= ?", formatTime(since))
-	q := j.cached(tx)
 	for len(calls) > 0 && err == nil {
 		for _, c := range calls {
 			if c.Attempts, err = attemptsOf(ctx, q, c.ID); err != nil {

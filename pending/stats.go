@@ -3,8 +3,11 @@ package pending
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"math"
 	"sort"
 	"sync"
+	"time"
 )
 
 // Stats summarises the journal for `mcp-confirm stats`.
@@ -114,7 +117,9 @@ func summarize(secs []float64) Durations {
 		return Durations{}
 	}
 	sort.Float64s(secs)
-	at := func(q float64) float64 { return secs[int(q*float64(len(secs)-1))] }
+	// Nearest rank: the smallest value with at least q of them at or below
+	// it (the p90 of 60s and 120s is 120s, not 60s).
+	at := func(q float64) float64 { return secs[max(int(math.Ceil(q*float64(len(secs))))-1, 0)] }
 	return Durations{Count: len(secs), Median: at(0.5), P90: at(0.9), Max: secs[len(secs)-1]}
 }
 
@@ -141,4 +146,23 @@ func (j *Journal) DataVersion(ctx context.Context) (int64, error) {
 	var v int64
 	err := j.version.conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v)
 	return v, err
+}
+
+// OldestUnknown is the call that has been unknown longest, and since when:
+// the end of its newest attempt (when it became unknown this time), else
+// its creation. ok is false when no call is unknown.
+func (j *Journal) OldestUnknown(ctx context.Context) (id int64, since time.Time, ok bool, err error) {
+	var at string
+	err = j.read.QueryRowContext(ctx, `SELECT id, since FROM (
+			SELECT c.id, coalesce((SELECT max(a.ended_at) FROM attempts a WHERE a.call_id = c.id), c.created_at) AS since
+			FROM calls c WHERE c.state = 'unknown'
+		) ORDER BY since, id LIMIT 1`).Scan(&id, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, time.Time{}, false, nil
+	}
+	if err != nil {
+		return 0, time.Time{}, false, err
+	}
+	since, err = parseTime(at)
+	return id, since, err == nil, err
 }

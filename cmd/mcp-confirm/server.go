@@ -223,6 +223,12 @@ func openEngine(ctx context.Context, e *env, g *globalOpts, cmd string, forCall 
 		fmt.Fprintf(e.stderr, "mcp-confirm %s: %v\nRun 'mcp-confirm --help' for server selection; nothing was sent.\n", cmd, err)
 		return nil, code
 	}
+	return serverEngine(j, policy, choice, g.timeout), exitOK
+}
+
+// serverEngine wires a session to one server, and a guard over it, on an
+// open journal; the server starts on first use. Closing it closes j too.
+func serverEngine(j *pending.Journal, policy *guard.Policy, choice serverChoice, timeout time.Duration) *engine {
 	spec := choice.spec
 	en := &engine{journal: j, policy: policy}
 	var gd *guard.Guard
@@ -244,9 +250,9 @@ func openEngine(ctx context.Context, e *env, g *globalOpts, cmd string, forCall 
 		return nil, exitBadInput
 	}
 	gd = guard.New(j, en.client, guard.Options{Policy: policy, ServerAlias: spec.Name, Server: choice.identity,
-		WriteTimeout: g.timeout})
+		WriteTimeout: timeout})
 	en.guard = gd
-	return en, exitOK
+	return en
 }
 
 // ownServer is the server call id was made on.

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// watchLine is one line of watch --json.
+type watchLine struct {
+	Type     string `json:"type"`
+	CallID   int64  `json:"call_id"`
+	Tool     string `json:"tool"`
+	From     string `json:"from"`
+	State    string `json:"state"`
+	Reason   string `json:"reason"`
+	Action   string `json:"action"`
+	Operator string `json:"operator"`
+	Note     string `json:"note"`
+	Attempt  int    `json:"attempt"`
+}
+
+// TestWatchAcrossProcesses: one process watches the journal; others make
+// calls and decide them. Every state change and decision reaches the
+// watcher as a JSON line, in order, and ctrl-C ends it with exit 0.
+func TestWatchAcrossProcesses(t *testing.T) {
+	w := newWorld(t, t.TempDir())
+	// The journal must exist for a read command: one read makes it.
+	wantExit(t, w.run("call", "get_budget", "--args", `{"buyer":"bob"}`, "--", w.bin, "demo-server", "--db", w.demoDB), 0, "first read")
+
+	ctx, cancel := context.WithTimeout(context.Background(), cmdHang)
+	defer cancel()
+	cmd := e2eCmd(ctx, w.bin, w.dir, "watch", "--json", "--db", w.journal)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan watchLine, 100)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var l watchLine
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				t.Errorf("watch --json printed a line that is not JSON: %q", sc.Text())
+				continue
+			}
+			lines <- l
+		}
+	}()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stderr.String(), "watching"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("watch did not start: %s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// Another process: a write whose answer is lost, then abandoned; a
+	// write that succeeds, then a note; a failed one retried.
+	wantExit(t, w.call(`{"item":"gadget","quantity":1,"buyer":"bob"}`, []string{"--timeout", "1s"}, "--hang-after-commit", "1"), 3, "lost write")
+	wantExit(t, w.run("abandon", "1", "--note", "bob cancelled"), 0, "abandon")
+	wantExit(t, w.call(`{"item":"widget","quantity":1,"buyer":"alice"}`, nil), 0, "good write")
+	wantExit(t, w.run("note", "2", "looks right"), 0, "note")
+
+	var got []watchLine
+	want := func() bool {
+		var unknown, abandonDecision, abandoned, succeeded, note bool
+		for _, l := range got {
+			switch {
+			case l.Type == "state" && l.CallID == 1 && l.State == "unknown" && l.Reason == "idle timeout":
+				unknown = true
+			case l.Type == "decision" && l.CallID == 1 && l.Action == "abandon" && l.Note == "bob cancelled" && unknown:
+				abandonDecision = true
+			case l.Type == "state" && l.CallID == 1 && l.From == "unknown" && l.State == "abandoned" && abandonDecision:
+				abandoned = true
+			case l.Type == "state" && l.CallID == 2 && l.State == "succeeded" && abandoned:
+				succeeded = true
+			case l.Type == "decision" && l.CallID == 2 && l.Action == "note" && l.Note == "looks right" && l.State == "succeeded" && succeeded:
+				note = true
+			}
+		}
+		return note
+	}
+	timeout := time.After(30 * time.Second)
+	for !want() {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("watch ended early; got %+v\nstderr: %s", got, stderr.String())
+			}
+			got = append(got, l)
+		case <-timeout:
+			t.Fatalf("watch did not report every change in order within 30s; got %+v", got)
+		}
+	}
+	for _, l := range got {
+		if l.CallID == 1 && l.Type == "state" && l.From == "" && l.State != "in_flight" && l.State != "unknown" {
+			t.Errorf("call 1 first seen as %s", l.State)
+		}
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	for range lines {
+	}
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) || err != nil {
+		t.Fatalf("watch after ctrl-C: %v, want exit 0\nstderr: %s", err, stderr.String())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer a process writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
