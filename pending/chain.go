@@ -351,12 +351,23 @@ func (j *Journal) VerifyChain(ctx context.Context) (ChainReport, error) {
 	}
 	var v string
 	err = tx.QueryRowContext(ctx, "SELECT value FROM meta WHERE name = ?", metaChainHead).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
-		k.report.Broken = &BrokenLink{Reason: "the journal's record of the chain's head (meta " + metaChainHead + ") was removed"}
-		return k.report, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return ChainReport{}, err
+	}
+	k.checkHead(v, err == nil)
+	return k.report, nil
+}
+
+// checkHead compares the end of the chain, once every decision has been
+// added without a break, with the journal's head record (value v; found
+// false when there is none).
+func (k *chainChecker) checkHead(v string, found bool) {
+	if k.report.Broken != nil {
+		return
+	}
+	if !found {
+		k.report.Broken = &BrokenLink{Reason: "the journal's record of the chain's head (meta " + metaChainHead + ") was removed"}
+		return
 	}
 	id, h, ok := parseHead(v)
 	switch {
@@ -370,7 +381,6 @@ func (j *Journal) VerifyChain(ctx context.Context) (ChainReport, error) {
 		k.report.Broken = &BrokenLink{Decision: k.report.HeadID, Reason: fmt.Sprintf(
 			"the chain ends at decision %d (%.12s…), but the journal recorded decision %d (%.12s…) as its head", k.report.HeadID, k.report.Head, id, h)}
 	}
-	return k.report, nil
 }
 
 // exportedCall is the part of an exported call (a line of export's JSONL,
