@@ -40,6 +40,8 @@ func TestMain(m *testing.M) {
 		childHold(os.Getenv("PENDING_DB"))
 	case "seal":
 		childSeal(os.Getenv("PENDING_DB"))
+	case "pgowner":
+		childPGOwner(os.Getenv("PENDING_DB"))
 	}
 }
 
