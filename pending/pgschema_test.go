@@ -288,3 +288,58 @@ func TestPGChainConcurrent(t *testing.T) {
 		t.Fatalf("after concurrent decisions: %+v %+v", rep, rep.Broken)
 	}
 }
+
+// TestPGSchemaMatchesSQLite: the two migration sets end at one schema:
+// the same tables with the same columns, and the same indexes and
+// triggers, but for what only one dialect has. A migration added to one
+// list and not the other fails here.
+func TestPGSchemaMatchesSQLite(t *testing.T) {
+	ctx := context.Background()
+	j := openTest(t, "")
+	lite := map[string]bool{}
+	rows, err := j.read.QueryContext(ctx, `SELECT 'column ' || m.name || '.' || p.name FROM sqlite_master m, pragma_table_info(m.name) p WHERE m.type = 'table'
+		UNION ALL SELECT type || ' ' || name FROM sqlite_master WHERE type IN ('index', 'trigger') AND sql IS NOT NULL`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var s string
+		rows.Scan(&s)
+		lite[s] = true
+	}
+	rows.Close()
+
+	pool := pgJournal(t)
+	pg := map[string]bool{}
+	prow, err := pool.Query(ctx, `SELECT 'column ' || table_name || '.' || column_name FROM information_schema.columns WHERE table_schema = current_schema()
+		UNION ALL SELECT 'index ' || indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexname NOT LIKE '%\_pkey' AND indexname NOT LIKE '%\_key'
+		UNION ALL SELECT DISTINCT 'trigger ' || trigger_name FROM information_schema.triggers WHERE trigger_schema = current_schema()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for prow.Next() {
+		var s string
+		prow.Scan(&s)
+		pg[s] = true
+	}
+	prow.Close()
+	onlyPG := map[string]bool{ // what only PostgreSQL has, and why (pgschema.go)
+		"column mcp_confirm_schema.version": true, // SQLite: PRAGMA user_version
+		"column state_counts.shard":         true, // counts sharded by backend pid
+		"trigger calls_never_truncated":     true, // TRUNCATE fires no row trigger
+		"trigger decisions_never_truncated": true,
+	}
+	if len(lite) < 50 || !lite["trigger decisions_append_only"] || !lite["index calls_late_by_fingerprint"] || !pg["column decisions.hash"] || !pg["column calls.redacted_seals"] {
+		t.Fatalf("the schemas were not read: %d SQLite and %d PostgreSQL names", len(lite), len(pg))
+	}
+	for s := range lite {
+		if !pg[s] {
+			t.Errorf("SQLite has %s; PostgreSQL does not", s)
+		}
+	}
+	for s := range pg {
+		if !lite[s] && !onlyPG[s] {
+			t.Errorf("PostgreSQL has %s; SQLite does not", s)
+		}
+	}
+}
