@@ -88,6 +88,27 @@ func (o *pgOwnerLock) ensure(ctx context.Context) error {
 	return nil
 }
 
+// reacquire takes this owner's lock again on a new connection, after
+// ensure said it was lost. It fails while a recovery holds the lock (it
+// has found this owner dead and is turning its in-flight calls unknown):
+// the caller retries, and records what comes back for those calls as
+// late answers.
+func (o *pgOwnerLock) reacquire(ctx context.Context, connString string) error {
+	conn, err := pgx.Connect(ctx, connString)
+	if err != nil {
+		return fmt.Errorf("%w: reconnect: %v", ErrOwnerLockLost, err)
+	}
+	old := o.conn
+	o.conn = conn
+	if err := o.take(ctx); err != nil {
+		o.conn = old
+		conn.Close(context.Background())
+		return fmt.Errorf("%w: %v", ErrOwnerLockLost, err)
+	}
+	old.Close(context.Background())
+	return nil
+}
+
 func (o *pgOwnerLock) release(ctx context.Context) error {
 	return o.conn.Close(ctx) // ending the session releases the lock
 }

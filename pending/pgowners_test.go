@@ -125,3 +125,60 @@ func TestPGOwnerKilledProcess(t *testing.T) {
 	cmd.Wait()
 	t.Logf("owner lock free %s after SIGKILL", waitDead(t, pool, id))
 }
+
+// TestPGOwnerAfterServerRestart: pg_ctl restart ends every session, so
+// every owner's lock is free (their in-flight calls may be recovered) and
+// each owner learns it before its next durable commit; it takes its lock
+// again once the server is back.
+func TestPGOwnerAfterServerRestart(t *testing.T) {
+	ctx := context.Background()
+	conn := pgtest.Database(t)
+	a, err := acquirePGOwner(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.release(ctx)
+	pgtest.Start(t).Restart(t)
+	if err := a.ensure(ctx); !errors.Is(err, ErrOwnerLockLost) {
+		t.Fatalf("after a server restart: %v", err)
+	}
+	pool, err := pgxpool.New(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if dead := deadOwners(t, pool, a.id); len(dead) != 1 {
+		t.Fatalf("an owner whose session the restart ended looks alive")
+	}
+	if err := a.reacquire(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.ensure(ctx); err != nil {
+		t.Fatalf("after reacquire: %v", err)
+	}
+	if dead := deadOwners(t, pool, a.id); len(dead) != 0 {
+		t.Fatalf("a reacquired owner looks dead")
+	}
+	// While a recovery holds a dead owner's lock, the owner cannot take it.
+	other, err := acquirePGOwner(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.Exec(ctx, "SELECT pg_terminate_backend($1)", other.conn.PgConn().PID())
+	waitDead(t, pool, other.id)
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dead, err := pgDeadOwners(ctx, tx, []string{other.id}); err != nil || len(dead) != 1 {
+		t.Fatalf("%v %v", dead, err)
+	}
+	if err := other.reacquire(ctx, conn); !errors.Is(err, ErrOwnerLockLost) {
+		t.Fatalf("reacquire during a recovery: %v", err)
+	}
+	tx.Rollback(ctx)
+	if err := other.reacquire(ctx, conn); err != nil {
+		t.Fatalf("reacquire after the recovery: %v", err)
+	}
+	other.release(ctx)
+}
