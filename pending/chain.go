@@ -44,7 +44,7 @@ import (
 //   - at: the row's text, RFC 3339 UTC with nine fraction digits
 //     ("2026-12-05T15:04:05.000000000Z"), as the journal stores every time.
 //   - attempt: the attempt a retry started, an integer; null when the
-//     decision started none (the column is NULL).
+//     decision started none (the column is NULL, or 0).
 //   - evidence: the stored JSON value itself (an object, a string, ...), in
 //     canonical form, after each run of invalid UTF-8 in the stored text is
 //     replaced by one U+FFFD (as the export does); null when the column is
@@ -63,8 +63,13 @@ import (
 // sha256sum agrees) is
 // 4b3889c5baa5e5154afdc73b8e50e258edfecbdbedd691118d14a58ecc525c82.
 //
-// Every field of an exported decision (export's JSON, and its CSV) carries
-// what the encoding needs, so an export verifies offline (VerifyExport).
+// An exported decision (export's JSONL) carries every field the encoding
+// reads, its id, prev_hash and hash included, so an export verifies
+// offline (VerifyExport). The CSV export carries them too, for a reader's
+// eye, but its cells are made inert for spreadsheets (termtext.Cell), so
+// it is not what verify reads. PostgreSQL's text holds neither NUL nor
+// invalid UTF-8; there such bytes are stored as U+FFFD and hashed as
+// stored (pgschema.go).
 //
 // The journal also keeps the head in meta ('decision_chain_head', "ID
 // HASH"), updated with each decision: a new decision is chained to that
