@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcp-confirm/mcp-confirm/internal/pgtest"
 )
 
 // The crash tests run this test binary again as a child process (selected
@@ -20,7 +22,7 @@ import (
 func TestMain(m *testing.M) {
 	switch os.Getenv("PENDING_CHILD") {
 	case "":
-		os.Exit(m.Run())
+		os.Exit(pgtest.Main(m)) // stops the PostgreSQL cluster, if a test started one
 	case "intent":
 		childIntent(os.Getenv("PENDING_DB"))
 	case "bulk":
@@ -38,6 +40,8 @@ func TestMain(m *testing.M) {
 		childHold(os.Getenv("PENDING_DB"))
 	case "seal":
 		childSeal(os.Getenv("PENDING_DB"))
+	case "pgowner":
+		childPGOwner(os.Getenv("PENDING_DB"))
 	}
 }
 

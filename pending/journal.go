@@ -499,6 +499,16 @@ func (j *Journal) migrate(ctx context.Context) error {
 			j.rollback()
 			return fmt.Errorf("migration %d: %w", i+1, err)
 		}
+		if code, ok := migrationCode[i+1]; ok {
+			err := code.run(ctx, j.wconn)
+			if err == nil {
+				_, err = j.wconn.ExecContext(ctx, code.then)
+			}
+			if err != nil {
+				j.rollback()
+				return fmt.Errorf("migration %d: %w", i+1, err)
+			}
+		}
 	}
 	if version < len(migrations) {
 		stmt := fmt.Sprintf("PRAGMA application_id = %d; PRAGMA user_version = %d", applicationID, len(migrations))

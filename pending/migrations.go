@@ -1,5 +1,10 @@
 package pending
 
+import (
+	"context"
+	"database/sql"
+)
+
 // The journal's schema, in one place, as numbered migrations run on open
 // (PRAGMA user_version is the number applied). A person can read the journal
 // with sqlite3: times are RFC 3339 UTC text with nanoseconds, JSON is text.
@@ -153,4 +158,27 @@ BEGIN SELECT RAISE(ABORT, 'decisions are append-only'); END;
 CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 ALTER TABLE calls ADD COLUMN redacted_seals TEXT NOT NULL DEFAULT '';  -- space-separated seals (Journal.SealValue) of the redacted values
 `,
+	// 5: the decision log as evidence (chain.go says why and documents the
+	// hash's encoding exactly). Each decision carries the hash of the one
+	// before it and its own; meta keeps the head. The append-only trigger
+	// is dropped here so that migrationCode[5] can fill in the chain over
+	// the decisions already there, and is made again right after it, in
+	// the same transaction.
+	`
+ALTER TABLE decisions ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '';  -- hash of the decision before it (id order); 64 zeros for the first
+ALTER TABLE decisions ADD COLUMN hash      TEXT NOT NULL DEFAULT '';  -- SHA-256 of this row's canonical encoding, prev_hash included
+DROP TRIGGER decisions_append_only;
+`,
+}
+
+// migrationCode is the Go part of a migration (by number), run after its
+// SQL in the same transaction, then its SQL of then.
+var migrationCode = map[int]struct {
+	run  func(ctx context.Context, c *sql.Conn) error
+	then string
+}{
+	5: {run: chainExistingDecisions, then: `
+CREATE TRIGGER decisions_append_only BEFORE UPDATE ON decisions
+BEGIN SELECT RAISE(ABORT, 'decisions are append-only'); END;
+`},
 }

@@ -18,6 +18,9 @@ func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
 
 func parseTime(s string) (time.Time, error) { return time.Parse(timeFormat, s) }
 
+// parseExportTime reads a time as encoding/json writes a time.Time.
+func parseExportTime(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }
+
 const callColumns = `id, state, reason, server, server_alias, server_identity, tool, kind, kind_source, key, args,
 	fingerprint, created_at, updated_at, conflict, conflict_note, proposal, owner, late_settled_at, acked_at, redacted_seals,
 	(SELECT count(*) FROM attempts a WHERE a.call_id = calls.id)`
@@ -212,7 +215,7 @@ func attemptsOf(ctx context.Context, q querier, id int64) ([]Attempt, error) {
 }
 
 func decisionsOf(ctx context.Context, q querier, id int64) ([]Decision, error) {
-	rows, err := q.QueryContext(ctx, `SELECT id, action, operator, at, note, evidence, attempt
+	rows, err := q.QueryContext(ctx, `SELECT id, action, operator, at, note, evidence, attempt, prev_hash, hash
 		FROM decisions WHERE call_id = ? ORDER BY id`, id)
 	if err != nil {
 		return nil, err
@@ -224,7 +227,7 @@ func decisionsOf(ctx context.Context, q querier, id int64) ([]Decision, error) {
 		var at string
 		var evidence sql.NullString
 		var attempt sql.NullInt64
-		if err := rows.Scan(&d.ID, &d.Action, &d.Operator, &at, &d.Note, &evidence, &attempt); err != nil {
+		if err := rows.Scan(&d.ID, &d.Action, &d.Operator, &at, &d.Note, &evidence, &attempt, &d.PrevHash, &d.Hash); err != nil {
 			return nil, err
 		}
 		if d.At, err = parseTime(at); err != nil {

@@ -85,13 +85,17 @@ const (
 // Decision is an append-only journal row: who decided what, when, and what
 // came of it.
 type Decision struct {
-	ID       int64           `json:"-"`
+	ID       int64           `json:"id"`
 	Action   Action          `json:"action"`
 	Operator string          `json:"operator"`
 	At       time.Time       `json:"at"`
 	Note     string          `json:"note"`
 	Evidence json.RawMessage `json:"evidence"`
 	Attempt  int             `json:"attempt,omitempty"` // the attempt a retry started
+	// PrevHash and Hash chain the decision log (chain.go): the hash of the
+	// decision before this one in the journal, and this one's own.
+	PrevHash string `json:"prev_hash"`
+	Hash     string `json:"hash"`
 }
 
 // Event kinds recorded in the events table (for stats).

@@ -394,9 +394,7 @@ func (j *Journal) Retry(ctx context.Context, callID int64, in RetryInput) (Call,
 			updated_at = ? WHERE id = ?`, to, j.owner.id, kind, src, ts, callID); err != nil {
 			return err
 		}
-		_, err = j.exec(ctx, c, `INSERT INTO decisions (call_id, action, operator, at, note, evidence, attempt)
-			VALUES (?, 'retry', ?, ?, ?, ?, ?)`, callID, in.Operator, ts, in.Note, nullJSON(in.Evidence), n)
-		return err
+		return j.appendDecision(ctx, c, callID, ActionRetry, in.Operator, ts, in.Note, in.Evidence, n)
 	})
 	if err != nil {
 		return Call{}, Attempt{}, err
@@ -462,9 +460,7 @@ func (j *Journal) Decide(ctx context.Context, callID int64, in DecisionInput) er
 				return err
 			}
 		}
-		_, err = j.exec(ctx, c, "INSERT INTO decisions (call_id, action, operator, at, note, evidence) VALUES (?, ?, ?, ?, ?, ?)",
-			callID, in.Action, in.Operator, ts, in.Note, nullJSON(in.Evidence))
-		return err
+		return j.appendDecision(ctx, c, callID, in.Action, in.Operator, ts, in.Note, in.Evidence, 0)
 	})
 }
 
@@ -529,9 +525,7 @@ func (j *Journal) Ack(ctx context.Context, callID int64, operator, note string) 
 		if _, err := j.exec(ctx, c, "UPDATE calls SET acked_at = ?, updated_at = ? WHERE id = ?", ts, ts, callID); err != nil {
 			return err
 		}
-		_, err = j.exec(ctx, c, "INSERT INTO decisions (call_id, action, operator, at, note) VALUES (?, 'ack', ?, ?, ?)",
-			callID, operator, ts, note)
-		return err
+		return j.appendDecision(ctx, c, callID, ActionAck, operator, ts, note, nil, 0)
 	})
 }
 

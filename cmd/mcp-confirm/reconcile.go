@@ -257,7 +257,7 @@ func (r *reconciler) sessionFor(ctx context.Context, c pending.Call) (*serverSes
 		if choice, err := callServer(c); err != nil {
 			s.start = err
 		} else {
-			s.en = serverEngine(r.j, r.policy, choice, 0)
+			s.en, s.start = serverEngine(r.j, r.policy, choice, 0)
 		}
 		r.engines[key] = s
 	}

@@ -223,12 +223,20 @@ func openEngine(ctx context.Context, e *env, g *globalOpts, cmd string, forCall 
 		fmt.Fprintf(e.stderr, "mcp-confirm %s: %v\nRun 'mcp-confirm --help' for server selection; nothing was sent.\n", cmd, err)
 		return nil, code
 	}
-	return serverEngine(j, policy, choice, g.timeout), exitOK
+	en, err := serverEngine(j, policy, choice, g.timeout)
+	if err != nil {
+		j.Close()
+		fmt.Fprintf(e.stderr, "mcp-confirm %s: %v\nNothing was sent.\n", cmd, err)
+		return nil, exitBadInput
+	}
+	return en, exitOK
 }
 
 // serverEngine wires a session to one server, and a guard over it, on an
 // open journal; the server starts on first use. Closing it closes j too.
-func serverEngine(j *pending.Journal, policy *guard.Policy, choice serverChoice, timeout time.Duration) *engine {
+// The error is a server that cannot be reached at all (a malformed URL);
+// j is left open then.
+func serverEngine(j *pending.Journal, policy *guard.Policy, choice serverChoice, timeout time.Duration) (*engine, error) {
 	spec := choice.spec
 	en := &engine{journal: j, policy: policy}
 	var gd *guard.Guard
@@ -236,6 +244,7 @@ func serverEngine(j *pending.Journal, policy *guard.Policy, choice serverChoice,
 	if policy != nil {
 		listTimeout = policy.Defaults.ListTimeout.Duration
 	}
+	var err error
 	en.client, err = dial(spec, mcpclient.Options{
 		ClientVersion: version,
 		ListTimeout:   listTimeout,
@@ -245,14 +254,12 @@ func serverEngine(j *pending.Journal, policy *guard.Policy, choice serverChoice,
 		},
 	})
 	if err != nil {
-		j.Close()
-		fmt.Fprintf(e.stderr, "mcp-confirm %s: %v\nNothing was sent.\n", cmd, err)
-		return nil, exitBadInput
+		return nil, err
 	}
 	gd = guard.New(j, en.client, guard.Options{Policy: policy, ServerAlias: spec.Name, Server: choice.identity,
 		WriteTimeout: timeout})
 	en.guard = gd
-	return en
+	return en, nil
 }
 
 // ownServer is the server call id was made on.
