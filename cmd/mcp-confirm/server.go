@@ -39,7 +39,7 @@ func serverSpec(e *env, g *globalOpts, demoDB string) (serverChoice, error) {
 	}
 	switch {
 	case ways > 1:
-		return serverChoice{}, errors.New("give the server one way: after --, with --config and --server, or with --url")
+		return serverChoice{}, errors.New("the server is given more than one way; give one, not both: after --, with --config and --server, or with --url")
 	case len(g.headers) > 0 && g.url == "" && g.config == "":
 		return serverChoice{}, errors.New("--header is for a remote server: give its --url too")
 	case g.url != "":
