@@ -21,18 +21,11 @@ const EndpointPath = "/mcp"
 // their connection is closed without the response: the lost response of a
 // load balancer's cut, the case mcp-confirm exists for.
 func ServeHTTP(ctx context.Context, opts Options) error {
-	s, err := NewServer(ctx, opts)
+	s, stop, err := start(ctx, opts)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	if opts.MetricsAddr != "" {
-		stop, err := s.serveMetrics(opts.MetricsAddr)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
+	defer stop()
 	ln, err := net.Listen("tcp", opts.HTTPAddr)
 	if err != nil {
 		return &ListenError{Addr: opts.HTTPAddr, What: "MCP over HTTP", Err: err}

@@ -170,21 +170,32 @@ func (s *Server) removeTemp() {
 	}
 }
 
+// start makes the server both transports serve, and its metrics listener
+// when asked; stop closes both.
+func start(ctx context.Context, opts Options) (s *Server, stop func(), err error) {
+	s, err = NewServer(ctx, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if opts.MetricsAddr == "" {
+		return s, func() { s.Close() }, nil
+	}
+	stopMetrics, err := s.serveMetrics(opts.MetricsAddr)
+	if err != nil {
+		s.Close()
+		return nil, nil, err
+	}
+	return s, func() { stopMetrics(); s.Close() }, nil
+}
+
 // Serve runs a demo server over stdio until stdin closes or ctx ends. Logs go
 // to opts.Logger; stdout carries protocol only.
 func Serve(ctx context.Context, opts Options, stdin io.Reader, stdout io.Writer) error {
-	s, err := NewServer(ctx, opts)
+	s, stop, err := start(ctx, opts)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	if opts.MetricsAddr != "" {
-		stop, err := s.serveMetrics(opts.MetricsAddr)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
+	defer stop()
 	if opts.UnusableAnswer > 0 || opts.AnswerTwice > 0 {
 		stdin, stdout = newAnswerFaults(opts, s.log).wrap(stdin, stdout)
 	}
