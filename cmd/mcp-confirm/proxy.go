@@ -153,6 +153,9 @@ func prepareProxy(ctx context.Context, e *env, logTo io.Writer, g *globalOpts, f
 	}
 	opened = append(opened, j)
 	choice, err := serverSpec(e, g, filepath.Join(filepath.Dir(j.Path()), "demo-server.db"))
+	if err == nil {
+		err = addHeaders(&choice.spec, g.headers)
+	}
 	if err != nil {
 		closeAll()
 		fmt.Fprintf(e.stderr, "mcp-confirm proxy: %v\nRun 'mcp-confirm proxy --help' for server selection.\n", err)

@@ -40,8 +40,6 @@ func serverSpec(e *env, g *globalOpts, demoDB string) (serverChoice, error) {
 	switch {
 	case ways > 1:
 		return serverChoice{}, errors.New("the server is given more than one way; give one, not both: after --, with --config and --server, or with --url")
-	case len(g.headers) > 0 && g.url == "" && g.config == "":
-		return serverChoice{}, errors.New("--header is for a remote server: give its --url too")
 	case g.url != "":
 		if err := checkURL(g.url); err != nil {
 			return serverChoice{}, err
@@ -121,25 +119,33 @@ func checkURL(raw string) error {
 	return nil
 }
 
-// headersOf reads --header 'Name: value' flags, ${VAR} from the environment.
-func headersOf(flags []string) (map[string]string, error) {
+// addHeaders adds --header 'Name: value' flags, ${VAR} read from the
+// environment, to a remote server's spec, over the config's own headers.
+// It runs once the server is resolved, so 'retry ID --header ...' reaches
+// the call's recorded URL with a fresh token.
+func addHeaders(spec *mcpclient.ServerSpec, flags []string) error {
 	if len(flags) == 0 {
-		return nil, nil
+		return nil
 	}
-	h := map[string]string{}
+	if spec.URL == "" {
+		return errors.New("--header is for a remote server (--url, or a url entry in --config); this server runs over stdio")
+	}
+	if spec.Headers == nil {
+		spec.Headers = map[string]string{}
+	}
 	for _, f := range flags {
 		name, value, ok := strings.Cut(f, ":")
 		name = strings.TrimSpace(name)
 		if !ok || name == "" || strings.ContainsAny(name, " \t") {
-			return nil, fmt.Errorf("--header %q is not 'Name: value'", f)
+			return fmt.Errorf("--header %q is not 'Name: value'", f)
 		}
 		v, err := mcpclient.ExpandHeader(strings.TrimSpace(value))
 		if err != nil {
-			return nil, fmt.Errorf("--header %s: %w", name, err)
+			return fmt.Errorf("--header %s: %w", name, err)
 		}
-		h[name] = v
+		spec.Headers[name] = v
 	}
-	return h, nil
+	return nil
 }
 
 // serverConn is what commands use of a server session: a stdio
@@ -203,16 +209,8 @@ func openEngine(ctx context.Context, e *env, g *globalOpts, cmd string, forCall 
 	if err == nil && !choice.given && forCall != 0 {
 		choice, err = ownServer(ctx, j, forCall)
 	}
-	if err == nil && choice.spec.URL != "" {
-		var flagHeaders map[string]string
-		if flagHeaders, err = headersOf(g.headers); err == nil {
-			for k, v := range flagHeaders {
-				if choice.spec.Headers == nil {
-					choice.spec.Headers = map[string]string{}
-				}
-				choice.spec.Headers[k] = v
-			}
-		}
+	if err == nil {
+		err = addHeaders(&choice.spec, g.headers)
 	}
 	if err != nil {
 		j.Close()
@@ -316,16 +314,19 @@ func exitFor(e *env, g *globalOpts, cmd string, res guard.Result, err error) int
 		}
 		hint := "Check that the server starts on its own (run its command by hand); nothing was sent."
 		var refused *mcpclient.RefusedError
+		var unreached *url.Error
 		switch {
 		case errors.Is(err, mcpclient.ErrAuthorization):
 			hint = "The server wants authorization: give --header 'Authorization: Bearer ${TOKEN}' (the token in $TOKEN); nothing was run."
 		case errors.As(err, &refused):
 			hint = "The server refused the request before running it: check --url and --header; nothing was run."
-		case g.url != "":
-			hint = "Check that the server is up and reachable at " + g.url + "; nothing was sent."
 		case errors.Is(err, mcpclient.ErrListTimeout):
 			// The message already says nothing was sent.
 			hint = "If the server is only slow to list, raise list_timeout under [defaults] in the policy (--policy)."
+		case errors.As(err, &unreached):
+			// The URL of the error, not --url: 'retry ID' reaches the call's
+			// recorded endpoint without one.
+			hint = "Check that the server is up and reachable at " + unreached.URL + "; nothing was sent."
 		case strings.Contains(msg, "journal"):
 			hint = "Check the journal file (disk space, permissions, --db); nothing was sent."
 		}
