@@ -59,13 +59,27 @@ func TestHostileStdinStallCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(500*time.Millisecond, cancel)
 	done := make(chan mcpclient.Delivery, 1)
 	go func() { done <- c.Call(ctx, "put", bigArgs(), mcpclient.CallOptions{Key: "k-stall-2"}) }()
+	// Cancel only once the write has begun: a cancel before it is a
+	// correct "not sent", and not what this test is about. (On a loaded
+	// machine, encoding the 1 MB arguments alone can outlast a fixed delay.)
+	for c.RequestsOnWire() == 0 {
+		select {
+		case out := <-done:
+			t.Fatalf("the call ended before its write began: %s: %v", out.Kind, out.Err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // the write is now blocked on the full pipe
+	cancel()
 	select {
 	case out := <-done:
 		if out.Kind != mcpclient.DeliveryUnknown || out.Reason != mcpclient.ReasonCancelled {
 			t.Fatalf("want unknown (cancelled), got %s %s: %v", out.Kind, out.Reason, out.Err)
+		}
+		if out.SentAt.IsZero() {
+			t.Error("the outcome does not say the request was (partly) written")
 		}
 	case <-time.After(20 * time.Second): // a liveness bound, not a timing check
 		t.Fatal("a call stalled in its write ignored its cancelled context")
