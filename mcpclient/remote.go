@@ -160,6 +160,10 @@ func (r *Remote) connect(ctx context.Context, n int) (*remoteSession, error) {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("no answer to the handshake in time (start timeout %s): %w", r.opts.StartTimeout, err)
 		}
+		if errors.Is(err, transport.ErrAuthorizationRequired) || errors.Is(err, transport.ErrOAuthAuthorizationRequired) {
+			// One sentinel for a 401, at the handshake or on a call.
+			return nil, fmt.Errorf("handshake: %w (the server answered 401)", ErrAuthorization)
+		}
 		return nil, fmt.Errorf("handshake: %w", err)
 	}
 	return &remoteSession{n: n, mc: mc, info: ServerInfo{Name: res.ServerInfo.Name, Version: res.ServerInfo.Version,

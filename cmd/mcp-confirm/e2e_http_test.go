@@ -1,8 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -133,5 +139,94 @@ func TestHTTPServerSelectionErrors(t *testing.T) {
 	}
 	if calls := w.list(); len(calls) != 0 {
 		t.Fatalf("%d calls journaled by commands that sent nothing", len(calls))
+	}
+}
+
+// gateway is a reverse proxy in front of an HTTP server, as a load
+// balancer or API gateway is in front of a real one. For every tools/call
+// of create_order it lets the server run the call to its end, throws the
+// answer away, and answers 502 instead: the response lost on the way back,
+// where it really happens.
+func gateway(t *testing.T, upstream string) string {
+	t.Helper()
+	target, err := url.Parse(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(&url.URL{Scheme: target.Scheme, Host: target.Host})
+			r.Out.URL.Path = r.In.URL.Path
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			if resp.Request.Header.Get("X-Test-Lose-Answer") == "" {
+				return nil
+			}
+			// Wait for the whole answer: the server has then run the call.
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			resp.StatusCode, resp.Status = http.StatusBadGateway, "502 Bad Gateway"
+			resp.Header = http.Header{"Content-Type": {"text/plain"}}
+			resp.Body = io.NopCloser(strings.NewReader("upstream answer lost\n"))
+			resp.ContentLength = -1
+			return nil
+		},
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"tools/call"`)) && bytes.Contains(body, []byte(`"create_order"`)) {
+			r.Header.Set("X-Test-Lose-Answer", "1")
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + target.Path
+}
+
+// A 502 from a gateway after the server ran the write is unknown, not a
+// failure: the order exists, and the call is not resent. A retry through
+// the gateway would be cut the same way, so the operator's query goes to
+// the server itself (--any-server: a different URL), which finds it.
+func TestHTTPGateway502IsUnknown(t *testing.T) {
+	w := newWorld(t, t.TempDir())
+	direct := startHTTPDemo(t, w)
+	via := gateway(t, direct)
+	r := w.run("call", "create_order", "--args", `{"item":"widget","quantity":1,"buyer":"bob"}`, "--url", via)
+	wantExit(t, r, exitUnknown, "a write answered 502 by a gateway")
+	out := parseCallOut(t, r)
+	db := w.db()
+	if n := totalOrders(t, db); n != 1 {
+		t.Fatalf("%d orders, want 1: the server ran the write behind the gateway", n)
+	}
+	if c := w.show(out.ID); len(c.Attempts) != 1 || c.State != "unknown" {
+		t.Fatalf("call %d: %s with %d attempts, want unknown with 1 (never resent)", out.ID, c.State, len(c.Attempts))
+	}
+	r = w.run("query", strconv.FormatInt(out.ID, 10), "--tool", "find_orders",
+		"--args", `{"idempotency_key":"{key}"}`, "--url", direct, "--any-server")
+	wantExit(t, r, exitOK, "query on the server itself")
+	if c := w.show(out.ID); !strings.HasPrefix(c.Proposal, "applied") {
+		t.Errorf("after the query the proposal is %q, want applied (the order was found)", c.Proposal)
+	}
+}
+
+// A server that wants authorization (401 to everything): exit 5, a hint
+// naming --header, nothing journaled as unknown.
+func TestHTTPUnauthorized(t *testing.T) {
+	w := newWorld(t, t.TempDir())
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="orders"`)
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	r := w.run("call", "create_order", "--args", `{"item":"widget","quantity":1,"buyer":"bob"}`, "--url", srv.URL+"/mcp")
+	wantExit(t, r, exitUnavailable, "a server answering 401")
+	if !strings.Contains(r.stderr, "authorization") || !strings.Contains(r.stderr, "--header 'Authorization: Bearer") {
+		t.Errorf("stderr does not say authorization is needed and how to give it:\n%s", r.stderr)
+	}
+	for _, c := range w.list() {
+		if c.State == "unknown" {
+			t.Errorf("call %d journaled as unknown after a 401", c.ID)
+		}
 	}
 }

@@ -315,6 +315,7 @@ func exitFor(e *env, g *globalOpts, cmd string, res guard.Result, err error) int
 		hint := "Check that the server starts on its own (run its command by hand); nothing was sent."
 		var refused *mcpclient.RefusedError
 		var unreached *url.Error
+		var start *mcpclient.StartError
 		switch {
 		case errors.Is(err, mcpclient.ErrAuthorization):
 			hint = "The server wants authorization: give --header 'Authorization: Bearer ${TOKEN}' (the token in $TOKEN); nothing was run."
@@ -329,6 +330,8 @@ func exitFor(e *env, g *globalOpts, cmd string, res guard.Result, err error) int
 			hint = "Check that the server is up and reachable at " + unreached.URL + "; nothing was sent."
 		case strings.Contains(msg, "journal"):
 			hint = "Check the journal file (disk space, permissions, --db); nothing was sent."
+		case errors.As(err, &start) && (strings.HasPrefix(start.Server, "http://") || strings.HasPrefix(start.Server, "https://")):
+			hint = "Check the server at " + start.Server + " (its logs, --url, --header); nothing was sent."
 		}
 		fmt.Fprintf(e.stderr, "mcp-confirm %s: %s\n%s\n", cmd, oneLine(trimClass(msg)), hint)
 		return exitUnavailable
