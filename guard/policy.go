@@ -34,6 +34,10 @@ type Defaults struct {
 	// told it was unknown, keeps holding identical calls unless an operator
 	// acknowledges it first (SPEC §9).
 	LateHold Duration `toml:"late_hold"`
+	// HostTimeout is the proxy's host's own deadline for a tools/call, for a
+	// host its table does not know or knows wrong (--host-timeout wins):
+	// the proxy's write clocks are fitted under it.
+	HostTimeout Duration `toml:"host_timeout"`
 }
 
 // ToolPolicy is one [tools.NAME] table.

@@ -86,7 +86,7 @@ func (p *Proxy) toolCall(ctx context.Context, m message) {
 	// The host's arguments as written: a read sends them byte for byte; a
 	// write decodes them with numbers kept as written, so the fingerprint
 	// of a resend equals the first one's.
-	res, err := p.guard.Call(ctx, guard.Request{Tool: params.Name, RawArgs: params.Arguments, Key: key,
+	res, err := p.fitted().Call(ctx, guard.Request{Tool: params.Name, RawArgs: params.Arguments, Key: key,
 		OnProgress: onProgress, OnReadAnswer: onAnswer})
 	if passed.Load() {
 		return

@@ -64,6 +64,12 @@ func startProxy(t testing.TB, spec mcpclient.ServerSpec, set func(*proxy.Options
 // startProxyFor is startProxy with options for the host's mcp-go client.
 func startProxyFor(t testing.TB, spec mcpclient.ServerSpec, set func(*proxy.Options), hostOpts ...client.ClientOption) *host {
 	t.Helper()
+	return startProxyAs(t, "go-host", spec, set, hostOpts...)
+}
+
+// startProxyAs is startProxyFor with the host's clientInfo.name.
+func startProxyAs(t testing.TB, name string, spec mcpclient.ServerSpec, set func(*proxy.Options), hostOpts ...client.ClientOption) *host {
+	t.Helper()
 	ctx := context.Background()
 	j, err := pending.Open(ctx, filepath.Join(t.TempDir(), "journal.db"), pending.Options{})
 	if err != nil {
@@ -112,7 +118,7 @@ func startProxyFor(t testing.TB, spec mcpclient.ServerSpec, set func(*proxy.Opti
 		}
 	})
 	init := mcp.InitializeRequest{}
-	init.Params.ClientInfo = mcp.Implementation{Name: "go-host", Version: "0"}
+	init.Params.ClientInfo = mcp.Implementation{Name: name, Version: "0"}
 	ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if _, err := h.c.Initialize(ictx, init); err != nil {

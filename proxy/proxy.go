@@ -31,8 +31,9 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/pending"
 )
 
-// DefaultTimeout is the proxy's write timeout: hosts give up on their own
-// at about 40-60 s, and the proxy must answer first.
+// DefaultTimeout is the proxy's write timeout for a host it does not know
+// (hosts.go fits it to those it does): most give up on their own at 60 s,
+// and the proxy must answer first.
 const DefaultTimeout = 50 * time.Second
 
 // Options configure a Proxy.
@@ -44,13 +45,17 @@ type Options struct {
 	Journal  *pending.Journal
 	Policy   *guard.Policy // nil: annotations decide, writes by default
 	// Timeout is the write timeout (--timeout): it overrides the policy's
-	// per-tool timeouts. Zero: the policy's write_timeout, else
-	// DefaultTimeout. When the policy sets no max_total, the absolute clock
-	// is DefaultMaxTotal, so that progress cannot keep a call open past the
-	// host's own deadline.
+	// per-tool timeouts. Zero: the policy's write_timeout, else the clock
+	// fitted to the host (hosts.go). When the policy sets no max_total, the
+	// absolute clock is fitted to the host too, so that progress cannot
+	// keep a call open past the host's own deadline.
 	Timeout time.Duration
-	Version string       // mcp-confirm's version, for clientInfo
-	Logger  *slog.Logger // the proxy's log (stderr or --log); never stdout
+	// HostTimeout is the host's own deadline for a tools/call
+	// (--host-timeout), when the table of known hosts is wrong for it or
+	// does not know it; zero: the policy's host_timeout, else the table.
+	HostTimeout time.Duration
+	Version     string       // mcp-confirm's version, for clientInfo
+	Logger      *slog.Logger // the proxy's log (stderr or --log); never stdout
 	// ServerStderr receives the downstream server's stderr; it must not
 	// block. Nil: only its last lines are kept, for error messages.
 	ServerStderr io.Writer
@@ -70,7 +75,8 @@ type Proxy struct {
 	opts   Options
 	log    *slog.Logger
 	client *mcpclient.Client
-	guard  *guard.Guard
+	guard  *guard.Guard // made once, by fitted
+	fit    hostFit
 	out    *lineWriter // the host's stdout; set by Run
 
 	host  *hostLink // the host as the client the server asks things of
@@ -87,14 +93,16 @@ func New(opts Options) *Proxy {
 	}
 	p := &Proxy{opts: opts, log: log, calls: newInflight()}
 	p.host = newHostLink(p.write)
-	policy := proxyPolicy(opts.Policy, opts.Timeout)
-	var gd *guard.Guard
+	var listTimeout time.Duration
+	if opts.Policy != nil {
+		listTimeout = opts.Policy.Defaults.ListTimeout.Duration
+	}
 	p.client = mcpclient.New(opts.Server, mcpclient.Options{
 		ClientVersion: opts.Version,
-		ListTimeout:   policy.Defaults.ListTimeout.Duration,
+		ListTimeout:   listTimeout,
 		OnLateResult: func(lr mcpclient.LateResult) {
 			log.Info("late answer from the MCP server", "tool", lr.Tool, "key", lr.Key, "session", lr.Session, "after_cancel", lr.AfterCancel)
-			gd.HandleLateResult(lr)
+			p.fitted().HandleLateResult(lr)
 		},
 		OnSession:       p.onSession,
 		OnNotification:  p.fromDownstream,
@@ -102,34 +110,82 @@ func New(opts Options) *Proxy {
 		Stderr:          opts.ServerStderr,
 		Logger:          log,
 	})
-	gd = guard.New(opts.Journal, p.client, guard.Options{
-		Policy: policy, ServerAlias: opts.Server.Name, Server: opts.Identity, WriteTimeout: opts.Timeout, Keys: opts.Keys, Logger: log,
-		// A read with its retries answers within the write's absolute clock,
-		// under the hosts' own limit, as a write does.
-		ReadBudget: policy.Defaults.MaxTotal.Duration,
-	})
-	p.guard = gd
 	return p
 }
 
-// DefaultMaxTotal caps a write that keeps sending progress: still under the
-// hosts' own limit of about 60 s, which progress does not reset by default.
+// fitHost makes the guard with the clocks fitted to the host named client
+// (clientInfo.name), once: the first of the host's naming itself and the
+// first call decides, and nothing changes them afterwards.
+func (p *Proxy) fitHost(client string) {
+	p.fit.once.Do(func() {
+		given, from := p.opts.HostTimeout, "--host-timeout"
+		if given == 0 && p.opts.Policy != nil {
+			given, from = p.opts.Policy.Defaults.HostTimeout.Duration, "the policy's host_timeout"
+		}
+		hc := clockFor(client, given, from)
+		p.fit.clock = hc
+		policy := proxyPolicy(p.opts.Policy, p.opts.Timeout, hc)
+		p.guard = guard.New(p.opts.Journal, p.client, guard.Options{
+			Policy: policy, ServerAlias: p.opts.Server.Name, Server: p.opts.Identity, WriteTimeout: p.opts.Timeout,
+			Keys: p.opts.Keys, Logger: p.log,
+			// A read with its retries answers within the write's absolute
+			// clock, under the host's own limit, as a write does.
+			ReadBudget: policy.Defaults.MaxTotal.Duration,
+		})
+		p.logClock(hc, policy)
+	})
+}
+
+// fitted is the guard, made for a host that has not named itself if
+// none has yet.
+func (p *Proxy) fitted() *guard.Guard {
+	p.fitHost("")
+	return p.guard
+}
+
+// logClock says which host was recognised and which clocks apply; and
+// warns when the host would give up first.
+func (p *Proxy) logClock(hc hostClock, policy *guard.Policy) {
+	write := p.opts.Timeout
+	if write == 0 {
+		write = policy.Defaults.WriteTimeout.Duration
+	}
+	total := policy.Defaults.MaxTotal.Duration
+	host, deadline := hc.Host, "none"
+	if host == "" {
+		host = "not recognised"
+	}
+	if hc.Limit {
+		deadline = hc.Deadline.String()
+	}
+	p.log.Info("write clock", "host", host, "client", hc.Client, "host_deadline", deadline, "from", hc.From,
+		"write_timeout", write, "max_total", total)
+	if hc.Limit && (write >= hc.Deadline || total > hc.Deadline) {
+		p.log.Warn("the host gives up before the proxy answers an unknown write: its model sees a bare timeout and may ask again; "+
+			"lower --timeout or the policy's write_timeout and max_total, or give the host's deadline with --host-timeout",
+			"host_deadline", hc.Deadline, "write_timeout", write, "max_total", total)
+	}
+}
+
+// DefaultMaxTotal caps a write that keeps sending progress, for a host
+// the proxy does not know: still under the usual 60 s, which progress does
+// not reset by default.
 const DefaultMaxTotal = 55 * time.Second
 
-// proxyPolicy applies the proxy's clocks to a copy of the policy: the write
-// timeout defaults to DefaultTimeout and the absolute clock to
-// DefaultMaxTotal, where the policy says nothing.
-func proxyPolicy(in *guard.Policy, timeout time.Duration) *guard.Policy {
+// proxyPolicy applies the host's clocks to a copy of the policy: the write
+// timeout and the absolute clock are hc's where the policy says nothing
+// (and the write timeout also where --timeout says nothing).
+func proxyPolicy(in *guard.Policy, timeout time.Duration, hc hostClock) *guard.Policy {
 	p := &guard.Policy{}
 	if in != nil {
 		cp := *in
 		p = &cp
 	}
 	if timeout == 0 && p.Defaults.WriteTimeout.Duration == 0 {
-		p.Defaults.WriteTimeout.Duration = DefaultTimeout
+		p.Defaults.WriteTimeout.Duration = hc.Write
 	}
 	if p.Defaults.MaxTotal.Duration == 0 {
-		p.Defaults.MaxTotal.Duration = max(DefaultMaxTotal, timeout, p.Defaults.WriteTimeout.Duration)
+		p.Defaults.MaxTotal.Duration = max(hc.Total, timeout, p.Defaults.WriteTimeout.Duration)
 	}
 	return p
 }
@@ -210,6 +266,9 @@ type startup struct {
 // when first is its initialize, and makes the upstream server in its image
 // with its tools.
 func (p *Proxy) start(ctx context.Context, first []byte) (*server.MCPServer, error) {
+	if name := clientName(first); name != "" {
+		p.fitHost(name)
+	}
 	p.declareFirst(first)
 	if err := p.client.Start(ctx); err != nil {
 		return nil, err

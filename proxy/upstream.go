@@ -56,10 +56,16 @@ func (p *Proxy) declareFirst(first []byte) {
 func (p *Proxy) declareHost(ctx context.Context, params json.RawMessage) {
 	var ip struct {
 		Capabilities mcp.ClientCapabilities `json:"capabilities"`
+		ClientInfo   struct {
+			Name string `json:"name"`
+		} `json:"clientInfo"`
 	}
 	if json.Unmarshal(params, &ip) != nil {
 		return
 	}
+	// A host whose first line was not its initialize names itself here,
+	// before any call (a no-op when it already did).
+	p.fitHost(ip.ClientInfo.Name)
 	if !p.host.declare(&ip.Capabilities) {
 		return // a second initialize: the server was told at the first
 	}

@@ -209,6 +209,11 @@ func (c *cli) checkGlobals(cmd *cobra.Command, _ []string) error {
 	if f := cmd.Flags().Lookup("timeout"); f != nil && f.Changed && c.g.timeout <= 0 {
 		return &usageError{cmd: cmd, err: fmt.Errorf("--timeout must be more than 0 (got %s): a write needs a clock to become unknown; give e.g. 30s", f.Value)}
 	}
+	if f := cmd.Flags().Lookup("host-timeout"); f != nil && f.Changed && f.Value.String() != "" {
+		if d, err := time.ParseDuration(f.Value.String()); err == nil && d <= 0 {
+			return &usageError{cmd: cmd, err: fmt.Errorf("--host-timeout must be more than 0 (got %s): it is how long the host waits for a tool call; give e.g. 4m", f.Value)}
+		}
+	}
 	return nil
 }
 

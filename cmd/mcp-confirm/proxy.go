@@ -38,6 +38,7 @@ type proxyFlags struct {
 	logPath            string
 	logMax, logBackups int
 	demo               bool
+	hostTimeout        time.Duration
 }
 
 func (c *cli) proxyCommand() *cobra.Command {
@@ -48,8 +49,14 @@ func (c *cli) proxyCommand() *cobra.Command {
 		Long: fmt.Sprintf(`Serve an MCP host on stdin/stdout in front of the server given after -- (or
 --config/--server), guarding its tool calls: every write is journaled before
 it is sent and never resent. stdout carries MCP messages only; logs go to
-stderr or --log. The proxy's write timeout defaults to %s, under the hosts'
-own 60 s.`, proxy.DefaultTimeout),
+stderr or --log.
+
+The proxy answers a write it cannot settle (unknown: do not retry) before
+the host gives up on its own. It knows the deadlines of common hosts by the
+name they send (Claude Desktop 4m, goose 300s, Gemini CLI 600s, the
+TypeScript SDK's 60s, ...) and sets its write clock at 80%% of it; a host it
+does not know gets %s. The log's "write clock" line says which applies;
+--host-timeout gives the host's deadline, --timeout the clock itself.`, proxy.DefaultTimeout),
 		Example: `  mcp-confirm proxy --db ~/orders.db -- npx -y @acme/orders-mcp
   mcp-confirm proxy --config ~/.cursor/mcp.json --server orders --log /tmp/proxy.log`,
 	}, "serve", withServer, func(pos []string) int { return runProxy(c.ctx, c.env, &c.g, f, pos) })
@@ -57,6 +64,7 @@ own 60 s.`, proxy.DefaultTimeout),
 	fl.StringVar(&f.logPath, "log", "", "write the proxy's log (and the server's stderr) to this file instead of stderr")
 	fl.IntVar(&f.logMax, "log-max-mb", 10, "with --log: rotate the log at this many MiB")
 	fl.IntVar(&f.logBackups, "log-backups", 3, "with --log: keep this many rotated logs (FILE-<time>.log)")
+	fl.DurationVar(&f.hostTimeout, "host-timeout", 0, "the host's own deadline for a tool call, where the table of known hosts does not fit (default: by the host's name; the policy's host_timeout)")
 	fl.BoolVar(&f.demo, "demo", false, "serve the built-in demo orders server (when no server is given)")
 	cmd.ValidArgsFunction = cobra.NoFileCompletions
 	return cmd
@@ -168,7 +176,7 @@ func prepareProxy(ctx context.Context, e *env, logTo io.Writer, g *globalOpts, f
 		return nil, nil, exitBadInput
 	}
 	p = proxy.New(proxy.Options{
-		Server: choice.spec, Identity: choice.identity, Journal: j, Policy: policy, Timeout: g.timeout, Version: version,
+		Server: choice.spec, Identity: choice.identity, Journal: j, Policy: policy, Timeout: g.timeout, HostTimeout: f.hostTimeout, Version: version,
 		Logger:       slog.New(slog.NewTextHandler(logw, nil)).With("from", "mcp-confirm proxy"),
 		ServerStderr: logw,
 	})

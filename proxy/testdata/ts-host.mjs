@@ -25,7 +25,7 @@ const transport = new StdioClientTransport({
   env: { ...process.env, ...(plan.env ?? {}) },
   stderr: 'inherit',
 });
-const client = new Client({ name: 'ts-sdk-host', version: sdkVersion }, { capabilities: plan.capabilities ?? {} });
+const client = new Client({ name: plan.clientName ?? 'ts-sdk-host', version: sdkVersion }, { capabilities: plan.capabilities ?? {} });
 const logs = [];
 client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => { logs.push(n.params); });
 
