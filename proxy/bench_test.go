@@ -86,23 +86,42 @@ type path struct {
 // paths are three hosts reaching three instances of the same server:
 // directly, through a byte relay (this test binary, see relayMain), and
 // through the mcp-confirm proxy (a child process, as deployed).
-type paths struct{ direct, relay, proxy path }
+//
+// With BENCH_PEER_PROXY set (a command that takes the server's command
+// after its own words, e.g. "mcptools guard --allow tools:*"), a fourth
+// host reaches a fourth instance through that peer proxy: built by whoever
+// runs the benchmark, so that no peer code is committed.
+type paths struct {
+	direct, relay, proxy path
+	peer                 *path
+}
+
+// benchPeerProxy is BENCH_PEER_PROXY's words; nil when unset.
+var benchPeerProxy = strings.Fields(os.Getenv("BENCH_PEER_PROXY"))
 
 func startPaths(b *testing.B, tg target) paths {
 	var ps paths
 	ps.direct.c, ps.direct.child = stdioClient(b, "", nil, tg.command, tg.args...)
 	ps.relay.c, ps.relay.child = stdioClient(b, "", []string{relayEnv + "=1"}, os.Args[0], append([]string{tg.command}, tg.args...)...)
 	ps.proxy.c, ps.proxy.child = stdioClient(b, "", benchProxyEnv, bin, append([]string{"proxy", "--db", filepath.Join(b.TempDir(), "journal.db"), "--", tg.command}, tg.args...)...)
+	all := []path{ps.direct, ps.relay, ps.proxy}
+	if len(benchPeerProxy) > 0 {
+		peer := path{}
+		peerArgs := append(append(slices.Clone(benchPeerProxy[1:]), tg.command), tg.args...)
+		peer.c, peer.child = stdioClient(b, "", nil, benchPeerProxy[0], peerArgs...)
+		ps.peer = &peer
+		all = append(all, peer)
+	}
 	// mcp-go's client spends more per call on 2026-07-28 than on the legacy
 	// protocol: the three hosts must have settled on the same one, or the
 	// difference would be the host's, not the path's. (The proxy gives a
 	// host the protocol the server speaks, so they do.)
-	for _, p := range []path{ps.relay, ps.proxy} {
+	for _, p := range all[1:] {
 		if v, want := p.c.ProtocolVersion(), ps.direct.c.ProtocolVersion(); v != want {
 			b.Fatalf("a host negotiated %s, the direct one %s", v, want)
 		}
 	}
-	for _, p := range []path{ps.direct, ps.relay, ps.proxy} {
+	for _, p := range all {
 		readOnce(b, p.c, tg) // warm up each path (tool lists, caches)
 	}
 	return ps
@@ -131,13 +150,16 @@ func startServerCPU(c *exec.Cmd) cpuMeter {
 	return startCPUOf(pid)
 }
 
-// perCall reports the CPU used since start, per call, as a metric.
-func (m cpuMeter) perCall(b *testing.B, calls int, name string) {
+// perCall reports the CPU used since start, per call, as a metric, and
+// returns it (0 where it cannot be read).
+func (m cpuMeter) perCall(b *testing.B, calls int, name string) float64 {
 	end, ok := cpuTime(m.pid)
 	if !m.ok || !ok || calls == 0 {
-		return // no /proc here: the other figures still stand
+		return 0 // no /proc here: the other figures still stand
 	}
-	b.ReportMetric(float64(end-m.start)*10000/float64(calls), name) // a tick is 10 ms
+	v := float64(end-m.start) * 10000 / float64(calls) // a tick is 10 ms
+	b.ReportMetric(v, name)
+	return v
 }
 
 func percentile(ds []time.Duration, p float64) time.Duration {
@@ -167,18 +189,37 @@ func sequential(b *testing.B, tg target) {
 	dl := make([]time.Duration, 0, b.N)
 	rl := make([]time.Duration, 0, b.N)
 	pl := make([]time.Duration, 0, b.N)
+	var peerl []time.Duration
+	var peerCPU cpuMeter
 	server, relay, proxy := startCPU(ps.direct.child), startCPU(ps.relay.child), startCPU(ps.proxy.child)
 	serverViaRelay, serverViaProxy := startServerCPU(ps.relay.child), startServerCPU(ps.proxy.child)
+	if ps.peer != nil {
+		peerl = make([]time.Duration, 0, b.N)
+		peerCPU = startCPU(ps.peer.child)
+	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		dl = append(dl, readOnce(b, ps.direct.c, tg))
 		rl = append(rl, readOnce(b, ps.relay.c, tg))
 		pl = append(pl, readOnce(b, ps.proxy.c, tg))
+		if ps.peer != nil {
+			peerl = append(peerl, readOnce(b, ps.peer.c, tg))
+		}
 	}
 	b.StopTimer()
 	server.perCall(b, b.N, "server-cpu-µs/call")
-	relay.perCall(b, b.N, "relay-cpu-µs/call")
-	proxy.perCall(b, b.N, "proxy-cpu-µs/call")
+	relayCPU := relay.perCall(b, b.N, "relay-cpu-µs/call")
+	proxyCPU := proxy.perCall(b, b.N, "proxy-cpu-µs/call")
+	if relayCPU > 0 {
+		b.ReportMetric(proxyCPU/relayCPU, "proxy/relay-cpu")
+	}
+	if ps.peer != nil {
+		peerCPU.perCall(b, b.N, "peer-cpu-µs/call")
+		b.ReportMetric(micros(percentile(peerl, 0.5)), "peer-p50-µs")
+		b.ReportMetric(micros(percentile(peerl, 0.99)), "peer-p99-µs")
+		b.ReportMetric(float64(sum(dl))/float64(sum(peerl)), "peer/direct-throughput")
+		b.ReportMetric(float64(sum(peerl))/float64(sum(pl)), "proxy/peer-throughput")
+	}
 	// The same server's CPU behind the relay and behind the proxy: the
 	// proxy's requests must not cost the server more than the host's own.
 	serverViaRelay.perCall(b, b.N, "server-via-relay-cpu-µs/call")
@@ -230,15 +271,22 @@ func concurrent(b *testing.B, tg target) {
 		wg.Wait()
 		return time.Since(start)
 	}
-	var d, r, p time.Duration
+	var d, r, p, peer time.Duration
 	b.ResetTimer()
 	for done := 0; done < b.N; done += round {
 		n := min(round, b.N-done)
 		d += burst(ps.direct.c, n)
 		r += burst(ps.relay.c, n)
 		p += burst(ps.proxy.c, n)
+		if ps.peer != nil {
+			peer += burst(ps.peer.c, n)
+		}
 	}
 	b.StopTimer()
+	if ps.peer != nil {
+		b.ReportMetric(d.Seconds()/peer.Seconds(), "peer/direct-throughput")
+		b.ReportMetric(peer.Seconds()/p.Seconds(), "proxy/peer-throughput")
+	}
 	b.ReportMetric(float64(b.N)/d.Seconds(), "direct-calls/s")
 	b.ReportMetric(float64(b.N)/p.Seconds(), "proxy-calls/s")
 	b.ReportMetric(d.Seconds()/p.Seconds(), "proxy/direct-throughput")
