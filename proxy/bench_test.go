@@ -2,6 +2,11 @@ package proxy_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"github.com/mcp-confirm/mcp-confirm/pending"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -296,3 +301,85 @@ func concurrent(b *testing.B, tg target) {
 // benchProxyEnv is extra environment for the proxy process, for
 // experiments without a rebuild: BENCH_PROXY_ENV="GOMAXPROCS=1 GOGC=400".
 var benchProxyEnv = strings.Fields(os.Getenv("BENCH_PROXY_ENV"))
+
+// BenchmarkWriteThroughProxy: a create_order made directly against one made
+// through the proxy (a child process, journaling it: intent with a full
+// fsync before the send, outcome after), interleaved, each on its own demo
+// server; beside them, in this process, the journal's own cost for one
+// write (RecordIntent + RecordOutcome on a file in the same folder). The
+// issue's goal: the proxy's added latency at most the journal's cost plus
+// 100 µs, i.e. added-minus-journal-p50-µs ≤ 100.
+//
+//	go test -run '^$' -bench WriteThroughProxy -benchtime 300x -count 5 ./proxy/
+func BenchmarkWriteThroughProxy(b *testing.B) {
+	dir := b.TempDir()
+	tg := target{bin, []string{"demo-server", "--db", filepath.Join(dir, "demo-direct.db")}, "create_order", nil}
+	direct, _ := stdioClient(b, "", nil, tg.command, tg.args...)
+	viaProxy, _ := stdioClient(b, "", benchProxyEnv, bin, "proxy", "--db", filepath.Join(dir, "journal.db"),
+		"--", bin, "demo-server", "--db", filepath.Join(dir, "demo-proxy.db"))
+	j, err := pending.Open(context.Background(), filepath.Join(dir, "own.db"), pending.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.Close()
+
+	seq := 0
+	write := func(c *client.Client) time.Duration {
+		seq++
+		// A key of its own each time: each write is a new order (or, once
+		// the budget is spent, the same refusal on both paths).
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "create_order"
+		req.Params.Arguments = map[string]any{"item": "widget", "quantity": 1, "buyer": "alice",
+			"idempotency_key": fmt.Sprintf("bench-%d-%d", os.Getpid(), seq)}
+		start := time.Now()
+		r, err := c.CallTool(context.Background(), req)
+		d := time.Since(start)
+		if err != nil {
+			b.Fatalf("create_order: %v", err)
+		}
+		if sc, ok := r.StructuredContent.(map[string]any); ok && sc["mcp-confirm"] != nil {
+			b.Fatalf("the proxy answered %v, not the server", sc)
+		}
+		return d
+	}
+	journalOnce := func() time.Duration {
+		seq++
+		args := fmt.Sprintf(`{"item":"widget","quantity":1,"buyer":"alice","n":%d}`, seq)
+		sum := sha256.Sum256([]byte(args))
+		start := time.Now()
+		c, err := j.RecordIntent(context.Background(), pending.Intent{Server: "bench", Tool: "create_order",
+			Kind: pending.KindWrite, KindSource: pending.KindFromAnnotation, Key: fmt.Sprintf("own-%d", seq),
+			Args: json.RawMessage(args), Fingerprint: hex.EncodeToString(sum[:]), Session: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := j.RecordOutcome(context.Background(), c.ID, 1, pending.Outcome{Event: pending.EventSucceeded,
+			Result: json.RawMessage(`{"content":[]}`)}); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	for range 10 { // warm both paths and the journal
+		write(direct)
+		write(viaProxy)
+		journalOnce()
+	}
+	dl := make([]time.Duration, 0, b.N)
+	pl := make([]time.Duration, 0, b.N)
+	jl := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		dl = append(dl, write(direct))
+		pl = append(pl, write(viaProxy))
+		jl = append(jl, journalOnce())
+	}
+	b.StopTimer()
+	added := percentile(pl, 0.5) - percentile(dl, 0.5)
+	b.ReportMetric(micros(percentile(dl, 0.5)), "direct-p50-µs")
+	b.ReportMetric(micros(percentile(pl, 0.5)), "proxy-p50-µs")
+	b.ReportMetric(micros(percentile(pl, 0.99)), "proxy-p99-µs")
+	b.ReportMetric(micros(added), "added-p50-µs")
+	b.ReportMetric(micros(percentile(jl, 0.5)), "journal-p50-µs")
+	b.ReportMetric(micros(added-percentile(jl, 0.5)), "added-minus-journal-p50-µs")
+}
