@@ -126,6 +126,12 @@ func (c *Client) Notify(ctx context.Context, method string, params json.RawMessa
 // relayParams replaces the connection's _meta fields with this session's
 // (2026-07-28) or drops them (legacy, where the handshake fixed them).
 func (s *session) relayParams(params json.RawMessage) (map[string]json.RawMessage, error) {
+	return relayFields(params, s.connFields)
+}
+
+// relayFields is params with its _meta members of the connection replaced
+// by conn's (none on a legacy connection).
+func relayFields(params json.RawMessage, conn map[string]json.RawMessage) (map[string]json.RawMessage, error) {
 	fields := map[string]json.RawMessage{}
 	if len(params) > 0 && string(params) != "null" {
 		if err := json.Unmarshal(params, &fields); err != nil {
@@ -139,7 +145,7 @@ func (s *session) relayParams(params json.RawMessage) (map[string]json.RawMessag
 	for _, k := range connectionMeta {
 		delete(meta, k)
 	}
-	for k, v := range s.connFields {
+	for k, v := range conn {
 		meta[k] = v
 	}
 	if len(meta) > 0 {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +54,9 @@ type remoteSession struct {
 	mc   *client.Client
 	info ServerInfo
 	dead atomic.Bool // the server said the session is gone (404)
+	// connFields are the _meta members every relayed request carries on a
+	// 2026-07-28 connection (none on a legacy one).
+	connFields map[string]json.RawMessage
 }
 
 // NewRemote returns a client for spec.URL; nothing is sent until Start,
@@ -166,19 +171,39 @@ func (r *Remote) connect(ctx context.Context, n int) (*remoteSession, error) {
 		}
 		return nil, fmt.Errorf("handshake: %w", err)
 	}
-	return &remoteSession{n: n, mc: mc, info: ServerInfo{Name: res.ServerInfo.Name, Version: res.ServerInfo.Version,
-		Protocol: mc.ProtocolVersion(), Title: res.ServerInfo.Title, Instructions: res.Instructions}}, nil
+	s := &remoteSession{n: n, mc: mc, info: ServerInfo{Name: res.ServerInfo.Name, Version: res.ServerInfo.Version,
+		Protocol: mc.ProtocolVersion(), Title: res.ServerInfo.Title, Instructions: res.Instructions}}
+	if v := mc.ProtocolVersion(); mcp.IsModernProtocol(v) {
+		s.connFields = map[string]json.RawMessage{}
+		for k, f := range map[string]any{
+			mcp.MetaKeyProtocolVersion:    v,
+			mcp.MetaKeyClientCapabilities: mc.GetClientCapabilities(),
+			mcp.MetaKeyClientInfo:         mcp.Implementation{Name: r.opts.ClientName, Version: r.opts.ClientVersion},
+		} {
+			if raw, err := json.Marshal(f); err == nil {
+				s.connFields[k] = raw
+			}
+		}
+	}
+	return s, nil
 }
 
 func (r *Remote) onNotification(n mcp.JSONRPCNotification) {
-	if n.Method != "notifications/progress" {
-		return
-	}
 	f := n.Params.AdditionalFields
 	token, _ := f["progressToken"].(string)
 	r.mu.Lock()
 	deliver := r.progress[token]
+	sn := r.n
 	r.mu.Unlock()
+	if n.Method != "notifications/progress" || (deliver == nil && !strings.HasPrefix(token, r.tokenPrefix)) {
+		// Not progress of a call of ours: the proxy relays it to its host.
+		if r.opts.OnNotification != nil {
+			if params, err := json.Marshal(n.Params); err == nil {
+				r.opts.OnNotification(sn, n.Method, params)
+			}
+		}
+		return
+	}
 	if deliver == nil {
 		return
 	}

@@ -85,7 +85,7 @@ func TestHostTimeoutSetsTheWriteClock(t *testing.T) {
 		t.Fatalf("journal: %s %q, want unknown, idle timeout", c.State, c.Reason)
 	}
 	line := clockLine(t, h.logs.String())
-	for _, want := range []string{`from=--host-timeout`, `write_timeout=1.6s`, `max_total=1.8s`} {
+	for _, want := range []string{`set_by=--host-timeout`, `write_timeout=1.6s`, `max_total=1.8s`} {
 		if !strings.Contains(line, want) {
 			t.Errorf("write clock line %q does not say %s", line, want)
 		}

@@ -74,7 +74,7 @@ type Options struct {
 type Proxy struct {
 	opts   Options
 	log    *slog.Logger
-	client *mcpclient.Client
+	client downstream   // a process over stdio, or a URL
 	guard  *guard.Guard // made once, by fitted
 	fit    hostFit
 	out    *lineWriter // the host's stdout; set by Run
@@ -97,7 +97,7 @@ func New(opts Options) *Proxy {
 	if opts.Policy != nil {
 		listTimeout = opts.Policy.Defaults.ListTimeout.Duration
 	}
-	p.client = mcpclient.New(opts.Server, mcpclient.Options{
+	copts := mcpclient.Options{
 		ClientVersion: opts.Version,
 		ListTimeout:   listTimeout,
 		OnLateResult: func(lr mcpclient.LateResult) {
@@ -109,7 +109,14 @@ func New(opts Options) *Proxy {
 		OnServerRequest: p.serverRequest,
 		Stderr:          opts.ServerStderr,
 		Logger:          log,
-	})
+	}
+	if opts.Server.URL == "" {
+		p.client = mcpclient.New(opts.Server, copts)
+	} else if r, err := mcpclient.NewRemote(opts.Server, copts); err != nil {
+		p.client = unusable{err}
+	} else {
+		p.client = r
+	}
 	return p
 }
 
@@ -158,7 +165,7 @@ func (p *Proxy) logClock(hc hostClock, policy *guard.Policy) {
 	if hc.Limit {
 		deadline = hc.Deadline.String()
 	}
-	p.log.Info("write clock", "host", host, "client", hc.Client, "host_deadline", deadline, "from", hc.From,
+	p.log.Info("write clock", "host", host, "client", hc.Client, "host_deadline", deadline, "set_by", hc.From,
 		"write_timeout", write, "max_total", total)
 	if hc.Limit && (write >= hc.Deadline || total > hc.Deadline) {
 		p.log.Warn("the host gives up before the proxy answers an unknown write: its model sees a bare timeout and may ask again; "+

@@ -15,6 +15,7 @@ import (
 	"gopkg.in/natefinch/lumberjack.v2"
 
 	"github.com/mcp-confirm/mcp-confirm/guard"
+	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 	"github.com/mcp-confirm/mcp-confirm/proxy"
 )
 
@@ -44,10 +45,10 @@ type proxyFlags struct {
 func (c *cli) proxyCommand() *cobra.Command {
 	var f proxyFlags
 	cmd := c.leaf(&cobra.Command{
-		Use:   "proxy [--log FILE] -- SERVER_COMMAND [ARGS...]",
+		Use:   "proxy [--log FILE] (-- SERVER_COMMAND [ARGS...] | --url URL)",
 		Short: "stdio MCP proxy for hosts: guards tool calls on the way to the server",
 		Long: fmt.Sprintf(`Serve an MCP host on stdin/stdout in front of the server given after -- (or
---config/--server), guarding its tool calls: every write is journaled before
+--config/--server, or a remote one at --url), guarding its tool calls: every write is journaled before
 it is sent and never resent. stdout carries MCP messages only; logs go to
 stderr or --log.
 
@@ -58,6 +59,7 @@ TypeScript SDK's 60s, ...) and sets its write clock at 80%% of it; a host it
 does not know gets %s. The log's "write clock" line says which applies;
 --host-timeout gives the host's deadline, --timeout the clock itself.`, proxy.DefaultTimeout),
 		Example: `  mcp-confirm proxy --db ~/orders.db -- npx -y @acme/orders-mcp
+  mcp-confirm proxy --url https://orders.example.com/mcp --header 'Authorization: Bearer ${ORDERS_TOKEN}'
   mcp-confirm proxy --config ~/.cursor/mcp.json --server orders --log /tmp/proxy.log`,
 	}, "serve", withServer, func(pos []string) int { return runProxy(c.ctx, c.env, &c.g, f, pos) })
 	fl := cmd.Flags()
@@ -87,7 +89,11 @@ func runProxy(ctx context.Context, e *env, g *globalOpts, f proxyFlags, pos []st
 	}
 	defer closeAll()
 	if err := p.Run(ctx, e.stdin, e.stdout); err != nil {
-		fmt.Fprintf(e.stderr, "mcp-confirm proxy: %v\nCheck that the server starts on its own (run its command by hand).\n", err)
+		hint := "Check that the server starts on its own (run its command by hand)."
+		if g.url != "" {
+			hint = "Check that the server at " + g.url + " is up and answers (its logs, --url, --header)."
+		}
+		fmt.Fprintf(e.stderr, "mcp-confirm proxy: %v\n%s\n", err, hint)
 		return exitUnavailable
 	}
 	return exitOK
@@ -120,9 +126,9 @@ func prepareProxy(ctx context.Context, e *env, logTo io.Writer, g *globalOpts, f
 		fmt.Fprintf(e.stderr, "mcp-confirm proxy: unexpected argument %q\nGive the server after --, e.g. mcp-confirm proxy -- npx -y @modelcontextprotocol/server-filesystem /tmp\n", pos[0])
 		return nil, nil, exitBadInput
 	}
-	if len(e.serverCmd) == 0 && g.config == "" && g.server == "" && !f.demo {
+	if len(e.serverCmd) == 0 && g.config == "" && g.server == "" && g.url == "" && !f.demo {
 		fmt.Fprintln(e.stderr, "mcp-confirm proxy: no server given: the proxy would serve the built-in demo orders server to the model\n"+
-			"Give the server after -- (mcp-confirm proxy -- npx -y @acme/orders), or --config F --server N; --demo serves the demo.")
+			"Give the server after -- (mcp-confirm proxy -- npx -y @acme/orders), --url URL, or --config F --server N; --demo serves the demo.")
 		return nil, nil, exitBadInput
 	}
 	var policy *guard.Policy
@@ -170,10 +176,13 @@ func prepareProxy(ctx context.Context, e *env, logTo io.Writer, g *globalOpts, f
 		return nil, nil, exitBadInput
 	}
 	if choice.spec.URL != "" {
-		closeAll()
-		fmt.Fprintf(e.stderr, "mcp-confirm proxy: a remote server (%s) cannot be proxied yet; call, tools, query, retry and the console take --url.\n"+
-			"Run the proxy in front of a stdio server (-- COMMAND ARGS).\n", choice.spec.URL)
-		return nil, nil, exitBadInput
+		// What mcpclient would refuse later (headers that let Go's HTTP
+		// client resend a POST by itself) is refused here, before serving.
+		if _, err := mcpclient.NewRemote(choice.spec, mcpclient.Options{}); err != nil {
+			closeAll()
+			fmt.Fprintf(e.stderr, "mcp-confirm proxy: %v\nRun 'mcp-confirm proxy --help' for server selection.\n", err)
+			return nil, nil, exitBadInput
+		}
 	}
 	p = proxy.New(proxy.Options{
 		Server: choice.spec, Identity: choice.identity, Journal: j, Policy: policy, Timeout: g.timeout, HostTimeout: f.hostTimeout, Version: version,
