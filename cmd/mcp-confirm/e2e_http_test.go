@@ -146,8 +146,9 @@ func TestHTTPServerSelectionErrors(t *testing.T) {
 // balancer or API gateway is in front of a real one. For every tools/call
 // of create_order it lets the server run the call to its end, throws the
 // answer away, and answers 502 instead: the response lost on the way back,
-// where it really happens.
-func gateway(t *testing.T, upstream string) string {
+// where it really happens. With refuse set, it answers that status instead
+// and forwards nothing: the request never reached the server.
+func gateway(t *testing.T, upstream string, refuse ...int) string {
 	t.Helper()
 	target, err := url.Parse(upstream)
 	if err != nil {
@@ -176,6 +177,10 @@ func gateway(t *testing.T, upstream string) string {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		if bytes.Contains(body, []byte(`"tools/call"`)) && bytes.Contains(body, []byte(`"create_order"`)) {
+			if len(refuse) > 0 {
+				http.Error(w, http.StatusText(refuse[0]), refuse[0])
+				return
+			}
 			r.Header.Set("X-Test-Lose-Answer", "1")
 		}
 		rp.ServeHTTP(w, r)
@@ -228,5 +233,42 @@ func TestHTTPUnauthorized(t *testing.T) {
 		if c.State == "unknown" {
 			t.Errorf("call %d journaled as unknown after a 401", c.ID)
 		}
+	}
+}
+
+// A status that says the request was refused before it ran (403, and a 404
+// with no session to expire) is "not executed": exit 5, nothing unknown,
+// nothing resent, no order. A 503 from in between is not such a status: the
+// request may have gone on, so it is unknown, even though here it did not.
+func TestHTTPRefusedBeforeRunning(t *testing.T) {
+	args := `{"item":"widget","quantity":1,"buyer":"bob"}`
+	for _, c := range []struct {
+		status int
+		exit   int
+		state  string
+	}{
+		{http.StatusForbidden, exitUnavailable, "failed"},
+		{http.StatusNotFound, exitUnavailable, "failed"},
+		{http.StatusServiceUnavailable, exitUnknown, "unknown"},
+	} {
+		t.Run(strconv.Itoa(c.status), func(t *testing.T) {
+			w := newWorld(t, t.TempDir())
+			via := gateway(t, startHTTPDemo(t, w), c.status)
+			r := w.run("call", "create_order", "--args", args, "--url", via)
+			wantExit(t, r, c.exit, "a create_order the gateway answers "+strconv.Itoa(c.status))
+			if n := totalOrders(t, w.db()); n != 0 {
+				t.Fatalf("%d orders, want 0: the gateway forwarded nothing", n)
+			}
+			calls := w.list()
+			if len(calls) != 1 || calls[0].State != c.state {
+				t.Fatalf("journal: %+v, want one call, %s", calls, c.state)
+			}
+			if c.state == "failed" && !strings.Contains(calls[0].Reason, "refused the request before running it") {
+				t.Errorf("reason %q does not say the request was refused before it ran", calls[0].Reason)
+			}
+			if got := w.show(calls[0].ID); len(got.Attempts) != 1 {
+				t.Errorf("%d attempts, want 1: never resent", len(got.Attempts))
+			}
+		})
 	}
 }
