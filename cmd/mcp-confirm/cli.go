@@ -41,6 +41,10 @@ type globalOpts struct {
 	server  string
 	url     string   // a remote server over Streamable HTTP
 	headers []string // --header 'Name: value', for --url
+	// --header-env NAME: the header line "Name: value" is NAME's value in
+	// the environment (init writes these, so that a token in a host's
+	// config goes to the proxy's environment, not its command line).
+	headerEnv []string
 }
 
 // Which global flags a command uses. A global flag given to a command that
@@ -49,7 +53,7 @@ type globalOpts struct {
 var (
 	journalOnly = []string{"db"}
 	journalJSON = []string{"db", "json"}
-	withServer  = []string{"db", "json", "policy", "timeout", "config", "server", "url", "header"}
+	withServer  = []string{"db", "json", "policy", "timeout", "config", "server", "url", "header", "header-env"}
 )
 
 const annotationGlobals = "mcp-confirm/globals"
@@ -109,6 +113,7 @@ or journal is given, else over the server after -- (or --config/--server).`,
 	pf.StringVar(&c.g.server, "server", "", "which server in --config")
 	pf.StringVar(&c.g.url, "url", "", "a remote MCP server's Streamable HTTP endpoint (https://host/mcp)")
 	pf.StringArrayVar(&c.g.headers, "header", nil, "HTTP header for --url, 'Name: value'; ${VAR} is read from the environment (repeatable)")
+	pf.StringArrayVar(&c.g.headerEnv, "header-env", nil, "HTTP header for --url from an environment variable holding 'Name: value' (repeatable)")
 	root.RegisterFlagCompletionFunc("server", c.completeServers)
 	root.RegisterFlagCompletionFunc("db", fileCompletion("db"))
 	root.RegisterFlagCompletionFunc("policy", fileCompletion("toml"))

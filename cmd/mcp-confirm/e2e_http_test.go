@@ -272,3 +272,46 @@ func TestHTTPRefusedBeforeRunning(t *testing.T) {
 		})
 	}
 }
+
+// A token in a header, given as --header (with ${VAR}) or --header-env
+// (what init writes): it reaches a server that wants it, and its value is
+// never printed; without it the server's 401 is exit 5.
+func TestHTTPHeaderFromTheEnvironment(t *testing.T) {
+	w := newWorld(t, t.TempDir())
+	target, err := url.Parse(startHTTPDemo(t, w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer t0ken-1234" {
+			http.Error(rw, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		rp.ServeHTTP(rw, r)
+	}))
+	defer srv.Close()
+	endpoint := srv.URL + target.Path
+	t.Setenv("MCP_CONFIRM_TEST_TOKEN", "t0ken-1234")
+	t.Setenv("MCP_CONFIRM_HEADER_AUTHORIZATION", "Authorization: Bearer ${MCP_CONFIRM_TEST_TOKEN}")
+
+	wantExit(t, w.run("tools", "--url", endpoint), exitUnavailable, "tools without the token")
+	for _, how := range [][]string{
+		{"--header", "Authorization: Bearer ${MCP_CONFIRM_TEST_TOKEN}"},
+		{"--header-env", "MCP_CONFIRM_HEADER_AUTHORIZATION"},
+	} {
+		r := w.run(append([]string{"tools", "--url", endpoint}, how...)...)
+		wantExit(t, r, exitOK, "tools with "+how[0])
+		if !strings.Contains(r.stdout, "create_order") {
+			t.Errorf("tools with %s did not list the server's tools:\n%s", how[0], r)
+		}
+		if strings.Contains(r.stdout+r.stderr, "t0ken-1234") {
+			t.Errorf("the token was printed:\n%s", r)
+		}
+	}
+	r := w.run("tools", "--url", endpoint, "--header-env", "MCP_CONFIRM_TEST_TOKEN")
+	wantExit(t, r, exitBadInput, "--header-env naming a variable that is not a header line")
+	if strings.Contains(r.stderr, "t0ken-1234") {
+		t.Errorf("the malformed header's value was printed:\n%s", r.stderr)
+	}
+}

@@ -168,7 +168,7 @@ func prepareProxy(ctx context.Context, e *env, logTo io.Writer, g *globalOpts, f
 	opened = append(opened, j)
 	choice, err := serverSpec(e, g, filepath.Join(filepath.Dir(j.Path()), "demo-server.db"))
 	if err == nil {
-		err = addHeaders(&choice.spec, g.headers)
+		err = addHeaders(&choice.spec, g.headers, g.headerEnv)
 	}
 	if err != nil {
 		closeAll()

@@ -123,8 +123,8 @@ func checkURL(raw string) error {
 // environment, to a remote server's spec, over the config's own headers.
 // It runs once the server is resolved, so 'retry ID --header ...' reaches
 // the call's recorded URL with a fresh token.
-func addHeaders(spec *mcpclient.ServerSpec, flags []string) error {
-	if len(flags) == 0 {
+func addHeaders(spec *mcpclient.ServerSpec, flags, envNames []string) error {
+	if len(flags) == 0 && len(envNames) == 0 {
 		return nil
 	}
 	if spec.URL == "" {
@@ -134,17 +134,35 @@ func addHeaders(spec *mcpclient.ServerSpec, flags []string) error {
 		spec.Headers = map[string]string{}
 	}
 	for _, f := range flags {
-		name, value, ok := strings.Cut(f, ":")
-		name = strings.TrimSpace(name)
-		if !ok || name == "" || strings.ContainsAny(name, " \t") {
-			return fmt.Errorf("--header %q is not 'Name: value'", f)
+		if err := addHeader(spec, f); err != nil {
+			return fmt.Errorf("--header %w", err)
 		}
-		v, err := mcpclient.ExpandHeader(strings.TrimSpace(value))
-		if err != nil {
-			return fmt.Errorf("--header %s: %w", name, err)
-		}
-		spec.Headers[name] = v
 	}
+	for _, n := range envNames {
+		line, ok := os.LookupEnv(n)
+		if !ok {
+			return fmt.Errorf("--header-env %s: %s is not set in the environment", n, n)
+		}
+		// The line may hold a token: errors name the variable, not it.
+		if err := addHeader(spec, line); err != nil {
+			return fmt.Errorf("--header-env %s: its value is not 'Name: value'", n)
+		}
+	}
+	return nil
+}
+
+// addHeader adds one 'Name: value' line, ${VAR} expanded.
+func addHeader(spec *mcpclient.ServerSpec, f string) error {
+	name, value, ok := strings.Cut(f, ":")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" || strings.ContainsAny(name, " \t") {
+		return fmt.Errorf("%q is not 'Name: value'", f)
+	}
+	v, err := mcpclient.ExpandHeader(strings.TrimSpace(value))
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	spec.Headers[name] = v
 	return nil
 }
 
@@ -210,7 +228,7 @@ func openEngine(ctx context.Context, e *env, g *globalOpts, cmd string, forCall 
 		choice, err = ownServer(ctx, j, forCall)
 	}
 	if err == nil {
-		err = addHeaders(&choice.spec, g.headers)
+		err = addHeaders(&choice.spec, g.headers, g.headerEnv)
 	}
 	if err != nil {
 		j.Close()
