@@ -556,5 +556,11 @@ func (g *Guard) handleLate(lr mcpclient.LateResult, told bool) {
 	o.CallerToldUnknown = told
 	if err := g.j.RecordLateResult(ctx, c.ID, n, o); err != nil {
 		g.log.Warn("record late result", "call", c.ID, "err", err)
+		return
+	}
+	if told && g.opts.Notify != nil {
+		if settled, err := g.j.Get(ctx, c.ID); err == nil && settled.State != pending.StateUnknown {
+			g.opts.Notify(NoticeLateSettled, settled)
+		}
 	}
 }

@@ -50,7 +50,17 @@ type Options struct {
 	Logger     *slog.Logger
 	// Jitter is the randomness for read backoff; tests seed it.
 	Jitter *mrand.Rand
+	// Notify, when set, is told of each call this guard leaves unknown
+	// (NoticeUnknown), and of one that settles late after its caller was
+	// told it was unknown (NoticeLateSettled). It must not block.
+	Notify func(notice string, c pending.Call)
 }
+
+// The notices Options.Notify is given.
+const (
+	NoticeUnknown     = "unknown"
+	NoticeLateSettled = "late_settled"
+)
 
 // Guard runs guarded calls and operator decisions against one journal and
 // one server.
@@ -455,6 +465,11 @@ func (g *Guard) unrecorded(a *attempt, err error) (Result, error) {
 		nr.RPCErr, _ = json.Marshal(a.out.RPCError)
 	}
 	g.j.NoteUnrecorded(a.call.ID, err)
+	if g.opts.Notify != nil {
+		c := a.call
+		c.State, c.Reason = pending.StateUnknown, "outcome not recorded: "+err.Error()
+		g.opts.Notify(NoticeUnknown, c)
+	}
 	return Result{Call: a.call, State: pending.StateUnknown, Key: a.call.Key, Result: nr.Result, Error: nr.RPCErr}, nr
 }
 
@@ -481,6 +496,9 @@ func (g *Guard) settle(ctx context.Context, a *attempt) (Result, error) {
 		g.autoQuery(ctx, res.Call)
 		if c, err := g.j.Get(ctx, id); err == nil {
 			res.Call, res.State = c, c.State
+		}
+		if res.State == pending.StateUnknown && g.opts.Notify != nil {
+			g.opts.Notify(NoticeUnknown, res.Call)
 		}
 	}
 	// A late answer to this attempt (one that came with the timeout, or

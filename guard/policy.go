@@ -3,6 +3,7 @@ package guard
 import (
 	"errors"
 	"fmt"
+	"github.com/mcp-confirm/mcp-confirm/notify"
 	"os"
 	"sort"
 	"strings"
@@ -19,6 +20,8 @@ import (
 type Policy struct {
 	Defaults Defaults              `toml:"defaults"`
 	Tools    map[string]ToolPolicy `toml:"tools"`
+	// Notify says who to tell when a call becomes unknown (package notify).
+	Notify notify.Config `toml:"notify"`
 }
 
 // Defaults apply to every tool the policy does not name.
@@ -111,6 +114,9 @@ func ParsePolicy(text, name string) (*Policy, error) {
 			keys[i] = k.String()
 		}
 		return nil, fmt.Errorf("%w %s: unknown key %s", ErrPolicy, name, strings.Join(keys, ", "))
+	}
+	if err := p.Notify.Check(); err != nil {
+		return nil, fmt.Errorf("%w %s: %v", ErrPolicy, name, err)
 	}
 	if p.Defaults.ReadAttempts < 0 || (p.Defaults.ReadAttempts == 0 && md.IsDefined("defaults", "read_attempts")) {
 		// 0 used to mean the default (3) silently.

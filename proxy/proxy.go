@@ -28,6 +28,7 @@ import (
 
 	"github.com/mcp-confirm/mcp-confirm/guard"
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
+	"github.com/mcp-confirm/mcp-confirm/notify"
 	"github.com/mcp-confirm/mcp-confirm/pending"
 )
 
@@ -77,7 +78,10 @@ type Proxy struct {
 	client downstream   // a process over stdio, or a URL
 	guard  *guard.Guard // made once, by fitted
 	fit    hostFit
-	out    *lineWriter // the host's stdout; set by Run
+	// notifier tells the policy's [notify] of unknown calls, in the
+	// background; made with the guard.
+	notifier *notify.Notifier
+	out      *lineWriter // the host's stdout; set by Run
 
 	host  *hostLink // the host as the client the server asks things of
 	calls *inflight // the host's requests the proxy answers itself
@@ -132,7 +136,13 @@ func (p *Proxy) fitHost(client string) {
 		hc := clockFor(client, given, from)
 		p.fit.clock = hc
 		policy := proxyPolicy(p.opts.Policy, p.opts.Timeout, hc)
+		p.notifier = notify.New(policy.Notify, p.log)
+		var notice func(string, pending.Call)
+		if p.notifier.Enabled() {
+			notice = p.notifier.Func(p.opts.Journal.Path())
+		}
 		p.guard = guard.New(p.opts.Journal, p.client, guard.Options{
+			Notify: notice,
 			Policy: policy, ServerAlias: p.opts.Server.Name, Server: p.opts.Identity, WriteTimeout: p.opts.Timeout,
 			Keys: p.opts.Keys, Logger: p.log,
 			// A read with its retries answers within the write's absolute
@@ -141,6 +151,18 @@ func (p *Proxy) fitHost(client string) {
 		})
 		p.logClock(hc, policy)
 	})
+}
+
+// waitNotified gives notifications under way a bounded time to be
+// delivered before the proxy exits.
+func (p *Proxy) waitNotified() {
+	p.fit.once.Do(func() {}) // the guard's making, if any, happened before
+	if p.notifier == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	p.notifier.Wait(ctx)
 }
 
 // fitted is the guard, made for a host that has not named itself if
@@ -251,6 +273,7 @@ func (p *Proxy) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 	err := <-st.listenDone
 	p.calls.wait() // after cancelAll, so no request can follow
+	p.waitNotified()
 	if readErr != nil && !errors.Is(readErr, io.EOF) {
 		return fmt.Errorf("read from the host: %w", readErr)
 	}

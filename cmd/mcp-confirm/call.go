@@ -85,7 +85,9 @@ func runCall(ctx context.Context, e *env, g *globalOpts, f callFlags, pos []stri
 	if err == nil || res.Call.ID != 0 {
 		printResult(e, res, heldBy(err))
 	}
-	return exitFor(e, g, "call", res, err)
+	code = exitFor(e, g, "call", res, err)
+	en.waitNotified() // the answer is out; the notification may still be on its way
+	return code
 }
 
 // checkCall lists the server's tools (the guard keeps them, so the call

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/mcp-confirm/mcp-confirm/guard"
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
+	"github.com/mcp-confirm/mcp-confirm/notify"
 	"github.com/mcp-confirm/mcp-confirm/pending"
 	"github.com/mcp-confirm/mcp-confirm/termtext"
 )
@@ -188,15 +190,30 @@ func dial(spec mcpclient.ServerSpec, opts mcpclient.Options) (serverConn, error)
 
 // engine is everything a command that talks to a server needs.
 type engine struct {
-	journal *pending.Journal
-	client  serverConn
-	guard   *guard.Guard
-	policy  *guard.Policy // nil: none given
+	journal  *pending.Journal
+	client   serverConn
+	guard    *guard.Guard
+	policy   *guard.Policy    // nil: none given
+	notifier *notify.Notifier // the policy's [notify]; nil: none
 }
+
+// notifyWait bounds how long a command waits, at its end, for its
+// notifications to be delivered (a command's 10 s, or a webhook's retries).
+const notifyWait = 15 * time.Second
 
 func (en *engine) close() {
 	en.client.Close()
+	en.waitNotified()
 	en.journal.Close()
+}
+
+// waitNotified waits, bounded, for the notifications of this command.
+func (en *engine) waitNotified() {
+	if en.notifier != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), notifyWait)
+		en.notifier.Wait(ctx)
+		cancel()
+	}
 }
 
 // openEngine opens the journal, reads the policy and prepares the server
@@ -272,8 +289,12 @@ func serverEngine(j *pending.Journal, policy *guard.Policy, choice serverChoice,
 	if err != nil {
 		return nil, err
 	}
-	gd = guard.New(j, en.client, guard.Options{Policy: policy, ServerAlias: spec.Name, Server: choice.identity,
-		WriteTimeout: timeout})
+	opts := guard.Options{Policy: policy, ServerAlias: spec.Name, Server: choice.identity, WriteTimeout: timeout}
+	if policy != nil {
+		en.notifier = notify.New(policy.Notify, slog.New(slog.NewTextHandler(os.Stderr, nil)).With("from", "mcp-confirm notify"))
+		opts.Notify = en.notifier.Func(j.Path())
+	}
+	gd = guard.New(j, en.client, opts)
 	en.guard = gd
 	return en, nil
 }
