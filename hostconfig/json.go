@@ -104,6 +104,23 @@ func stringArray(v hujson.ValueTrimmed) ([]string, bool) {
 	return out, true
 }
 
+// stringObject is an object's members when they are all strings.
+func stringObject(v hujson.ValueTrimmed) (map[string]string, bool) {
+	o, ok := v.(*hujson.Object)
+	if !ok {
+		return nil, false
+	}
+	out := make(map[string]string, len(o.Members))
+	for _, m := range o.Members {
+		s, ok := literalString(m.Value.Value)
+		if !ok {
+			return nil, false
+		}
+		out[memberName(m)] = s
+	}
+	return out, true
+}
+
 // ParseError is a config file that is not JSON (or JSON with comments), or
 // whose servers are not where the host expects them. Nothing was changed.
 type ParseError struct {

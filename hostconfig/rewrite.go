@@ -2,6 +2,7 @@ package hostconfig
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,11 +21,16 @@ type Wrap struct {
 
 // proxyArgs are the words put before the entry's own command.
 func (w Wrap) proxyArgs() []string {
+	return append(w.proxyFlags(), "--")
+}
+
+// proxyFlags are the proxy's words common to stdio and remote entries.
+func (w Wrap) proxyFlags() []string {
 	args := []string{"proxy", "--db", w.Journal}
 	if w.Policy != "" {
 		args = append(args, "--policy", w.Policy)
 	}
-	return append(args, "--")
+	return args
 }
 
 // Action is what init does, or did, with one server entry.
@@ -33,7 +39,7 @@ type Action int
 const (
 	Wrapped        Action = iota // rewritten to start through the proxy
 	AlreadyWrapped               // its command is already mcp-confirm proxy
-	Remote                       // a url entry: left alone this round
+	Remote                       // a url entry proxy --url cannot reach (SSE, WebSocket, OAuth)
 	Disabled                     // the host does not start it
 	Excluded                     // named in --exclude
 	Invalid                      // not a stdio entry init can read
@@ -41,7 +47,8 @@ const (
 
 // Reasons, as shown after "skipped: ".
 const (
-	ReasonRemote   = "remote (url) entry; proxy --url is not available yet"
+	ReasonSSE      = "remote entry over SSE or WebSocket; proxy --url speaks Streamable HTTP only"
+	ReasonOAuth    = "remote entry with OAuth settings; proxy --url has no OAuth login yet (a bearer token in headers works)"
 	ReasonWrapped  = "already goes through mcp-confirm proxy"
 	ReasonDisabled = "disabled in the host's config"
 	ReasonExcluded = "excluded (--exclude)"
@@ -56,6 +63,9 @@ type Entry struct {
 	// What the wrapped entry uses (Wrapped, AlreadyWrapped); Policy is ""
 	// when it names none.
 	Journal, Policy string
+	// URL is the remote server a wrapped url entry now reaches through
+	// proxy --url, as written in the file ("" for a stdio entry).
+	URL string
 }
 
 // Rewrite returns src with every stdio server entry of loc wrapped by w,
@@ -86,10 +96,14 @@ func Rewrite(src []byte, loc Location, w Wrap) (out []byte, entries []Entry, err
 			}
 			for i := range m.obj.o.Members {
 				mem := &m.obj.o.Members[i]
-				e := classify(mem, w, disabled)
+				e, urlKey := classify(mem, loc.Host, w, disabled)
 				e.At = strings.Join(m.at, ".")
 				if e.Action == Wrapped {
-					wrapEntry(mem.Value.Value.(*hujson.Object), w)
+					if urlKey != "" {
+						wrapRemote(mem.Value.Value.(*hujson.Object), w, urlKey)
+					} else {
+						wrapEntry(mem.Value.Value.(*hujson.Object), w)
+					}
 					e.Journal, e.Policy = w.Journal, w.Policy
 					changed = true
 				}
@@ -142,13 +156,14 @@ func resolve(file string, src []byte, top jsonObject, path []string) ([]serverMa
 	return cur, nil
 }
 
-// classify decides what to do with one entry.
-func classify(mem *hujson.ObjectMember, w Wrap, disabled []string) Entry {
-	e := Entry{Name: memberName(*mem)}
+// classify decides what to do with one entry of host's file; urlKey is
+// the member naming the server's URL when it is a remote entry to wrap.
+func classify(mem *hujson.ObjectMember, host string, w Wrap, disabled []string) (e Entry, urlKey string) {
+	e = Entry{Name: memberName(*mem)}
 	o, ok := mem.Value.Value.(*hujson.Object)
 	if !ok {
 		e.Action, e.Reason = Invalid, "the entry is "+kindName(mem.Value.Value)+", not an object"
-		return e
+		return e, ""
 	}
 	entry := jsonObject{o}
 	command, hasCommand := entry.str("command")
@@ -160,12 +175,13 @@ func classify(mem *hujson.ObjectMember, w Wrap, disabled []string) Entry {
 	case hasCommand && argsOK && isProxy(command, args, w.Self):
 		e.Action, e.Reason = AlreadyWrapped, ReasonWrapped
 		e.Journal, e.Policy = flagValue(args, "--db"), flagValue(args, "--policy")
-	case isRemote(entry):
-		e.Action, e.Reason = Remote, ReasonRemote
+		e.URL = flagValue(args, "--url")
 	case entry.isTrue("disabled") || slices.Contains(disabled, e.Name):
 		e.Action, e.Reason = Disabled, ReasonDisabled
 	case slices.Contains(w.Exclude, e.Name):
 		e.Action, e.Reason = Excluded, ReasonExcluded
+	case isRemote(entry):
+		return classifyRemote(e, entry, host)
 	case entry.member("command") == nil:
 		e.Action, e.Reason = Invalid, "no command"
 	case !hasCommand:
@@ -175,12 +191,55 @@ func classify(mem *hujson.ObjectMember, w Wrap, disabled []string) Entry {
 	default:
 		e.Action = Wrapped
 	}
-	return e
+	return e, ""
 }
 
-// isRemote: an entry the host reaches over HTTP (url in Claude, Cursor,
-// VS Code; httpUrl in Gemini CLI; serverUrl in Windsurf; or a type saying
-// so).
+// classifyRemote decides what to do with an entry the host reaches over
+// the network: a Streamable HTTP server with at most plain headers is
+// wrapped in proxy --url; SSE, WebSocket and OAuth entries are left alone,
+// since the proxy could not reach them as the host does.
+func classifyRemote(e Entry, entry jsonObject, host string) (Entry, string) {
+	t, _ := entry.str("type")
+	t = strings.ToLower(t)
+	urlKey := ""
+	for _, k := range []string{"httpUrl", "serverUrl", "url"} {
+		if entry.member(k) != nil {
+			urlKey = k
+			break
+		}
+	}
+	switch {
+	case t == "sse" || t == "ws" || t == "websocket":
+		e.Action, e.Reason = Remote, ReasonSSE
+	case host == "gemini-cli" && urlKey == "url" && t != "http":
+		// Gemini CLI reads url as an SSE endpoint; httpUrl is its
+		// Streamable HTTP.
+		e.Action, e.Reason = Remote, ReasonSSE
+	case entry.member("oauth") != nil || entry.member("auth") != nil || entry.member("authProviderType") != nil:
+		e.Action, e.Reason = Remote, ReasonOAuth
+	case urlKey == "":
+		e.Action, e.Reason = Invalid, "type "+t+" without a url"
+	default:
+		u, ok := entry.str(urlKey)
+		if !ok {
+			e.Action, e.Reason = Invalid, urlKey+" is not a string"
+			break
+		}
+		if m := entry.member("headers"); m != nil {
+			if _, ok := stringObject(m.Value.Value); !ok {
+				e.Action, e.Reason = Invalid, "headers is not an object of strings"
+				break
+			}
+		}
+		e.Action, e.URL = Wrapped, u
+		return e, urlKey
+	}
+	return e, ""
+}
+
+// isRemote: an entry the host reaches over the network (url in Claude,
+// Cursor, VS Code; httpUrl in Gemini CLI; serverUrl in Windsurf; or a type
+// saying so).
 func isRemote(entry jsonObject) bool {
 	for _, k := range []string{"url", "httpUrl", "serverUrl"} {
 		if entry.member(k) != nil {
@@ -249,7 +308,12 @@ func wrapEntry(o *hujson.Object, w Wrap) {
 		prependElements(m.Value.Value.(*hujson.Array), front)
 		return
 	}
-	// No args: add "args" right after "command", laid out like it.
+	insertArgs(o, cmdMember, front)
+}
+
+// insertArgs adds "args": [front...] right after the command member, laid
+// out like it.
+func insertArgs(o *hujson.Object, cmdMember *hujson.ObjectMember, front []hujson.Value) {
 	for i := range front {
 		if i > 0 {
 			front[i].BeforeExtra = hujson.Extra(" ")
@@ -274,6 +338,139 @@ func wrapEntry(o *hujson.Object, w Wrap) {
 		cmdMember.Value.AfterExtra = append(hujson.Extra{}, cmdMember.Value.AfterExtra...)
 	}
 	o.Members = slices.Insert(o.Members, i+1, args)
+}
+
+// HeaderEnvPrefix starts the names of the env variables a wrapped url
+// entry's headers move to; the proxy reads each with --header-env.
+const HeaderEnvPrefix = "MCP_CONFIRM_HEADER_"
+
+// wrapRemote makes a url entry start proxy --url: the member at urlKey
+// becomes "command" (the mcp-confirm binary) followed by args (the proxy's
+// flags, --url with the URL's literal as written, and a --header-env for
+// each header); each header moves into env as NAME = "Header: value", so
+// a token stays out of the command line; a type member becomes "stdio".
+// The host expands its own variables (${VAR}, ${env:VAR}, ${input:id}) in
+// args and env as it did in url and headers.
+func wrapRemote(o *hujson.Object, w Wrap, urlKey string) {
+	entry := jsonObject{o}
+	var envNames []string
+	if hm := entry.member("headers"); hm != nil {
+		envNames = headersToEnv(o, hm)
+	}
+	urlMember := entry.member(urlKey)
+	oldURL := urlMember.Value.Value
+	urlMember.Name.Value = hujson.String("command")
+	urlMember.Value.Value = hujson.String(w.Self)
+
+	var front []hujson.Value
+	for _, a := range w.proxyFlags() {
+		front = append(front, hujson.Value{Value: hujson.String(a)})
+	}
+	front = append(front, hujson.Value{Value: hujson.String("--url")}, hujson.Value{Value: oldURL})
+	for _, n := range envNames {
+		front = append(front, hujson.Value{Value: hujson.String("--header-env")}, hujson.Value{Value: hujson.String(n)})
+	}
+	insertArgs(o, urlMember, front)
+	if t := entry.member("type"); t != nil {
+		t.Value.Value = hujson.String("stdio")
+	}
+}
+
+// headersToEnv turns the headers member into env variables: renamed to
+// "env" in place when the entry has no env (its layout and comments kept),
+// else its members join env's. It returns the variables' names in order.
+func headersToEnv(o *hujson.Object, hm *hujson.ObjectMember) []string {
+	entry := jsonObject{o}
+	headers := hm.Value.Value.(*hujson.Object)
+	taken := map[string]bool{}
+	env, hasEnv := entry.object("env")
+	if hasEnv {
+		for _, m := range env.o.Members {
+			taken[memberName(m)] = true
+		}
+	}
+	var names []string
+	for i := range headers.Members {
+		m := &headers.Members[i]
+		header := memberName(*m)
+		value, _ := literalString(m.Value.Value)
+		n := headerEnvName(header, taken)
+		names = append(names, n)
+		m.Name.Value = hujson.String(n)
+		m.Value.Value = hujson.String(header + ": " + value)
+	}
+	if !hasEnv {
+		hm.Name.Value = hujson.String("env")
+		return names
+	}
+	// Put the headers first in env (so env's own last member, and its
+	// trailing comma, stay last), then drop the headers member.
+	moved := headers.Members
+	if len(env.o.Members) > 0 {
+		first := &env.o.Members[0].Name
+		for i := range moved {
+			moved[i].Name.BeforeExtra = layoutOf(first.BeforeExtra, " ")
+			if moved[i].Value.AfterExtra == nil {
+				moved[i].Value.AfterExtra = hujson.Extra{}
+			}
+		}
+		if len(moved) > 0 && len(first.BeforeExtra) == 0 {
+			moved[0].Name.BeforeExtra, first.BeforeExtra = nil, hujson.Extra(" ")
+		}
+	} else if len(moved) > 0 {
+		moved[len(moved)-1].Value.AfterExtra = nil
+	}
+	env.o.Members = append(slices.Clone(moved), env.o.Members...)
+	removeMember(o, hm)
+	return names
+}
+
+// removeMember drops m from o, keeping any comments before it and o's
+// trailing comma as it was.
+func removeMember(o *hujson.Object, m *hujson.ObjectMember) {
+	i := 0
+	for j := range o.Members {
+		if &o.Members[j] == m {
+			i = j
+		}
+	}
+	// m points into o.Members, which Delete shifts: copy what is needed.
+	before := append(hujson.Extra{}, m.Name.BeforeExtra...)
+	hasComments := len(bytes.TrimSpace(before)) > 0
+	last := i == len(o.Members)-1
+	trailing := m.Value.AfterExtra != nil
+	o.Members = slices.Delete(o.Members, i, i+1)
+	switch {
+	case !last && hasComments:
+		next := &o.Members[i].Name
+		next.BeforeExtra = append(before, bytes.TrimLeft(next.BeforeExtra, " \t\r\n")...)
+	case last && len(o.Members) > 0:
+		prev := &o.Members[len(o.Members)-1].Value
+		if !trailing {
+			prev.AfterExtra = nil
+		}
+		if hasComments {
+			o.AfterExtra = append(before, o.AfterExtra...)
+		}
+	}
+}
+
+// headerEnvName is MCP_CONFIRM_HEADER_ and the header's name in upper case
+// with every other byte an underscore, made unique among taken.
+func headerEnvName(header string, taken map[string]bool) string {
+	b := []byte(strings.ToUpper(header))
+	for i, c := range b {
+		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			b[i] = '_'
+		}
+	}
+	base := HeaderEnvPrefix + string(b)
+	n := base
+	for k := 2; taken[n]; k++ {
+		n = fmt.Sprintf("%s_%d", base, k)
+	}
+	taken[n] = true
+	return n
 }
 
 // prependElements puts front before arr's elements, on a line of their own

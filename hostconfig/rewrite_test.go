@@ -93,27 +93,27 @@ func TestRewriteGolden(t *testing.T) {
 		"claude-desktop mcpServers.orders: skip " + ReasonWrapped,
 		"claude-code mcpServers.shared-server: wrap",
 		"claude-code mcpServers.local-tool: wrap",
-		"claude-code mcpServers.api-server: skip " + ReasonRemote,
+		"claude-code mcpServers.api-server: wrap ${API_BASE_URL:-https://api.example.com}/mcp",
 		"claude-code mcpServers.airtable: wrap",
 		"claude-code projects./home/me/src/shop.mcpServers.postgres: wrap",
-		"claude-code projects./home/me/src/shop.mcpServers.sentry: skip " + ReasonRemote,
+		"claude-code projects./home/me/src/shop.mcpServers.sentry: wrap https://mcp.sentry.dev/mcp",
 		"claude-code projects./home/me/src/shop.mcpServers.stripe: skip " + ReasonDisabled,
 		"cursor mcpServers.server-name: wrap",
 		"cursor mcpServers.python-tool: skip " + ReasonExcluded,
-		"cursor mcpServers.remote-server: skip " + ReasonRemote,
+		"cursor mcpServers.remote-server: wrap http://localhost:3000/mcp",
 		"cursor mcpServers.db-tools: wrap",
 		"vscode servers.Perplexity: wrap",
 		"vscode servers.fetch: wrap",
-		"vscode servers.github: skip " + ReasonRemote,
+		"vscode servers.github: wrap https://api.githubcopilot.com/mcp/",
 		"vscode servers.myserver: wrap",
 		"vscode servers.playwright: wrap",
 		"vscode mcp.servers.memory: wrap",
 		"windsurf mcpServers.github: wrap",
 		"windsurf mcpServers.git: skip " + ReasonDisabled,
-		"windsurf mcpServers.figma: skip " + ReasonRemote,
+		"windsurf mcpServers.figma: wrap https://mcp.figma.com/mcp",
 		"gemini-cli mcpServers.pythonTools: wrap",
 		"gemini-cli mcpServers.nodeServer: wrap",
-		"gemini-cli mcpServers.httpServer: skip " + ReasonRemote,
+		"gemini-cli mcpServers.httpServer: wrap http://localhost:3000/mcp",
 		"gemini-cli mcpServers.experimental-server: skip " + ReasonDisabled,
 		"gemini-cli mcpServers.dockerizedServer: wrap",
 	}
@@ -124,19 +124,23 @@ func TestRewriteGolden(t *testing.T) {
 
 func actionWord(e Entry) string {
 	if e.Action == Wrapped {
-		return "wrap"
+		return strings.TrimSpace("wrap " + e.URL)
 	}
 	return "skip " + e.Reason
 }
 
 // TestRewriteKeepsEverythingElse: outside the command and args of wrapped
 // entries nothing changes. Comments come through byte for byte and in
-// order; every line that changed held a command or args; and read as data,
-// the rewritten file is the original with exactly those two values changed
-// in each wrapped entry (env, cwd, type, envFile, timeout ... as they were).
-// A file of plain JSON stays plain JSON.
+// order; every line that changed held a command or args (or, in a wrapped
+// url entry, its url, type or headers); and read as data, the rewritten
+// file is the original with exactly those values changed in each wrapped
+// entry (env, cwd, type, envFile, timeout ... as they were). A wrapped url
+// entry runs proxy --url with its URL, and each header is in env under a
+// variable its args name with --header-env. A file of plain JSON stays
+// plain JSON.
 func TestRewriteKeepsEverythingElse(t *testing.T) {
 	locs, rels := fixtureFiles(t, "testdata")
+	remotes := 0
 	for i, l := range locs {
 		t.Run(rels[i], func(t *testing.T) {
 			src, _ := os.ReadFile(l.Path)
@@ -147,7 +151,41 @@ func TestRewriteKeepsEverythingElse(t *testing.T) {
 			if c, want := comments(t, out), comments(t, src); !slices.Equal(c, want) {
 				t.Errorf("comments:\n%q\nwant\n%q", c, want)
 			}
-			changedLine := regexp.MustCompile(`"(command|args)"`)
+			before, after := decode(t, src), decode(t, out)
+			changing := []string{"command", "args"}
+			for _, e := range entries {
+				if e.Action != Wrapped {
+					continue
+				}
+				entry := lookupEntry(t, before, e)
+				if e.URL == "" {
+					args := []any{}
+					for _, a := range testWrap.proxyArgs() {
+						args = append(args, a)
+					}
+					args = append(args, entry["command"])
+					if old, ok := entry["args"].([]any); ok {
+						args = append(args, old...)
+					}
+					entry["command"], entry["args"] = testWrap.Self, args
+					continue
+				}
+				remotes++
+				changing = append(changing, "url", "httpUrl", "serverUrl", "type", "headers")
+				checkRemote(t, e, entry, lookupEntry(t, after, e))
+				headers, _ := entry["headers"].(map[string]any)
+				for h := range headers {
+					changing = append(changing, h)
+				}
+				// What checkRemote checked, made the same in before.
+				for k, v := range lookupEntry(t, after, e) {
+					entry[k] = v
+				}
+				for _, k := range []string{"url", "httpUrl", "serverUrl", "headers"} {
+					delete(entry, k)
+				}
+			}
+			changedLine := regexp.MustCompile(`"(` + strings.Join(changing, "|") + `)"`)
 			for _, ed := range udiff.Lines(string(src), string(out)) {
 				old := string(src[ed.Start:ed.End])
 				for _, line := range strings.SplitAfter(old, "\n") {
@@ -159,26 +197,61 @@ func TestRewriteKeepsEverythingElse(t *testing.T) {
 			if json.Valid(src) && !json.Valid(out) {
 				t.Errorf("plain JSON in, not plain JSON out:\n%s", out)
 			}
-			before, after := decode(t, src), decode(t, out)
-			for _, e := range entries {
-				if e.Action != Wrapped {
-					continue
-				}
-				entry := lookupEntry(t, before, e)
-				args := []any{}
-				for _, a := range testWrap.proxyArgs() {
-					args = append(args, a)
-				}
-				args = append(args, entry["command"])
-				if old, ok := entry["args"].([]any); ok {
-					args = append(args, old...)
-				}
-				entry["command"], entry["args"] = testWrap.Self, args
-			}
 			if !reflect.DeepEqual(before, after) {
 				t.Errorf("read as data, the rewritten file is not the original with command and args changed:\n got %v\nwant %v", after, before)
 			}
 		})
+	}
+	if remotes != 6 {
+		t.Errorf("%d url entries wrapped, want 6", remotes)
+	}
+}
+
+// checkRemote: a wrapped url entry (was, now) runs the proxy with --url
+// and its URL, has no url or headers left, is of type stdio if it had a
+// type, and its env holds "Header: value" for exactly its headers, under
+// the names its --header-env flags give.
+func checkRemote(t *testing.T, e Entry, was, now map[string]any) {
+	t.Helper()
+	if now["command"] != testWrap.Self {
+		t.Errorf("%s: command %v", e.Name, now["command"])
+	}
+	var args []string
+	for _, a := range now["args"].([]any) {
+		args = append(args, a.(string))
+	}
+	wantFront := append(testWrap.proxyFlags(), "--url", e.URL)
+	if !slices.Equal(args[:len(wantFront)], wantFront) {
+		t.Errorf("%s: args %q, want them to start %q", e.Name, args, wantFront)
+	}
+	for _, k := range []string{"url", "httpUrl", "serverUrl", "headers"} {
+		if _, ok := now[k]; ok {
+			t.Errorf("%s: %s is still there", e.Name, k)
+		}
+	}
+	if _, ok := was["type"]; ok && now["type"] != "stdio" {
+		t.Errorf("%s: type %v, want stdio", e.Name, now["type"])
+	}
+	env, _ := now["env"].(map[string]any)
+	var got []string
+	rest := args[len(wantFront):]
+	for i := 0; i+1 < len(rest); i += 2 {
+		if rest[i] != "--header-env" || !strings.HasPrefix(rest[i+1], HeaderEnvPrefix) {
+			t.Errorf("%s: args after the url %q, want --header-env %sNAME pairs", e.Name, rest, HeaderEnvPrefix)
+			break
+		}
+		line, _ := env[rest[i+1]].(string)
+		got = append(got, line)
+	}
+	var want []string
+	headers, _ := was["headers"].(map[string]any)
+	for h, v := range headers {
+		want = append(want, h+": "+v.(string))
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) || len(rest)%2 != 0 {
+		t.Errorf("%s: header lines in env %q, want %q", e.Name, got, want)
 	}
 }
 
@@ -222,6 +295,12 @@ func TestRewriteLayouts(t *testing.T) {
 			`{"mcpServers": {"a": {"command": "/bin/mcp-confirm", "args": ["proxy", "--db", "/j.db", "--", "srv"]}}}`},
 		{"escaped command kept as written", `{"mcpServers": {"a": {"command": "C:\\tools\\srv\u00e9"}}}`,
 			`{"mcpServers": {"a": {"command": "/bin/mcp-confirm", "args": ["proxy", "--db", "/j.db", "--", "C:\\tools\\srv\u00e9"]}}}`},
+		{"url entry, headers and env, headers last", `{"mcpServers": {"r": {"url": "https://x/mcp", "env": {"A": "1"}, "headers": {"X-Key": "k"}}}}`,
+			`{"mcpServers": {"r": {"command": "/bin/mcp-confirm", "args": ["proxy", "--db", "/j.db", "--url", "https://x/mcp", "--header-env", "MCP_CONFIRM_HEADER_X_KEY"], "env": {"MCP_CONFIRM_HEADER_X_KEY": "X-Key: k", "A": "1"}}}}`},
+		{"url entry, headers with a comment before env, trailing comma", "{\"mcpServers\": {\"r\": {\n  \"url\": \"https://x/mcp\",\n  // the token\n  \"headers\": {\"Authorization\": \"Bearer t\"},\n  \"env\": {},\n}}}",
+			"{\"mcpServers\": {\"r\": {\n  \"command\": \"/bin/mcp-confirm\",\n  \"args\": [\"proxy\", \"--db\", \"/j.db\", \"--url\", \"https://x/mcp\", \"--header-env\", \"MCP_CONFIRM_HEADER_AUTHORIZATION\"],\n  // the token\n  \"env\": {\"MCP_CONFIRM_HEADER_AUTHORIZATION\": \"Authorization: Bearer t\"},\n}}}"},
+		{"url entry, headers whose names collide", `{"mcpServers": {"r": {"url": "u", "headers": {"x-a": "1", "X_A": "2"}}}}`,
+			`{"mcpServers": {"r": {"command": "/bin/mcp-confirm", "args": ["proxy", "--db", "/j.db", "--url", "u", "--header-env", "MCP_CONFIRM_HEADER_X_A", "--header-env", "MCP_CONFIRM_HEADER_X_A_2"], "env": {"MCP_CONFIRM_HEADER_X_A": "x-a: 1", "MCP_CONFIRM_HEADER_X_A_2": "X_A: 2"}}}}`},
 		{"empty file", "  \n", "  \n"},
 		{"no servers", `{"theme": "dark"}`, `{"theme": "dark"}`},
 	} {
@@ -237,6 +316,17 @@ func TestRewriteLayouts(t *testing.T) {
 	}
 }
 
+// TestRewriteGeminiSSE: Gemini CLI's url is an SSE endpoint (httpUrl is
+// its Streamable HTTP), so init leaves it alone.
+func TestRewriteGeminiSSE(t *testing.T) {
+	loc := Location{Path: "settings.json", Host: "gemini-cli", Servers: [][]string{{"mcpServers"}}}
+	in := `{"mcpServers": {"s": {"url": "http://localhost:8080/sse"}}}`
+	out, entries, err := Rewrite([]byte(in), loc, testWrap)
+	if err != nil || string(out) != in || len(entries) != 1 || entries[0].Reason != ReasonSSE {
+		t.Errorf("got %s %+v %v, want it untouched as SSE", out, entries, err)
+	}
+}
+
 // TestRewriteLeavesAlone: entries init cannot read as stdio servers are
 // reported, not touched.
 func TestRewriteLeavesAlone(t *testing.T) {
@@ -248,7 +338,12 @@ func TestRewriteLeavesAlone(t *testing.T) {
   "a": {"command": "srv", "args": "--flag"},
   "w": {"command": "/opt/bin/mcp-confirm", "args": ["--db", "/other.db", "proxy", "--", "srv"]},
   "t": {"type": "sse", "command": "x"},
-  "d": {"command": "x", "disabled": true}
+  "d": {"command": "x", "disabled": true},
+  "o": {"url": "https://x/mcp", "oauth": {"clientId": "abc"}},
+  "h": {"url": "https://x/mcp", "headers": {"X-Retries": 3}},
+  "u": {"url": 5},
+  "e": {"type": "http"},
+  "dr": {"url": "https://x/mcp", "disabled": true}
 }}`
 	out, entries, err := Rewrite([]byte(in), loc, testWrap)
 	if err != nil {
@@ -267,8 +362,13 @@ func TestRewriteLeavesAlone(t *testing.T) {
 		"c: skip command is not a string ",
 		"a: skip args is not a list of strings ",
 		"w: skip " + ReasonWrapped + " /other.db",
-		"t: skip " + ReasonRemote + " ",
+		"t: skip " + ReasonSSE + " ",
 		"d: skip " + ReasonDisabled + " ",
+		"o: skip " + ReasonOAuth + " ",
+		"h: skip headers is not an object of strings ",
+		"u: skip url is not a string ",
+		"e: skip type http without a url ",
+		"dr: skip " + ReasonDisabled + " ",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -273,25 +273,33 @@ func TestHTTPRefusedBeforeRunning(t *testing.T) {
 	}
 }
 
-// A token in a header, given as --header (with ${VAR}) or --header-env
-// (what init writes): it reaches a server that wants it, and its value is
-// never printed; without it the server's 401 is exit 5.
-func TestHTTPHeaderFromTheEnvironment(t *testing.T) {
-	w := newWorld(t, t.TempDir())
-	target, err := url.Parse(startHTTPDemo(t, w))
+// bearerGateway is a loopback reverse proxy in front of upstream that
+// answers 401 unless the request carries "Authorization: Bearer token",
+// as a remote server's gateway does; it returns the endpoint's URL.
+func bearerGateway(t *testing.T, upstream, token string) string {
+	t.Helper()
+	target, err := url.Parse(upstream)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer t0ken-1234" {
+		if r.Header.Get("Authorization") != "Bearer "+token {
 			http.Error(rw, "unauthorized", http.StatusUnauthorized)
 			return
 		}
 		rp.ServeHTTP(rw, r)
 	}))
-	defer srv.Close()
-	endpoint := srv.URL + target.Path
+	t.Cleanup(srv.Close)
+	return srv.URL + target.Path
+}
+
+// A token in a header, given as --header (with ${VAR}) or --header-env
+// (what init writes): it reaches a server that wants it, and its value is
+// never printed; without it the server's 401 is exit 5.
+func TestHTTPHeaderFromTheEnvironment(t *testing.T) {
+	w := newWorld(t, t.TempDir())
+	endpoint := bearerGateway(t, startHTTPDemo(t, w), "t0ken-1234")
 	t.Setenv("MCP_CONFIRM_TEST_TOKEN", "t0ken-1234")
 	t.Setenv("MCP_CONFIRM_HEADER_AUTHORIZATION", "Authorization: Bearer ${MCP_CONFIRM_TEST_TOKEN}")
 

@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/hostconfig"
 	"github.com/mcp-confirm/mcp-confirm/internal/closest"
 	"github.com/mcp-confirm/mcp-confirm/pending"
+	"github.com/mcp-confirm/mcp-confirm/termtext"
 )
 
 type initFlags struct {
@@ -34,12 +35,14 @@ func (c *cli) initCommand() *cobra.Command {
 		Short: "put mcp-confirm proxy in front of a host's MCP servers (Claude, Cursor, VS Code, ...)",
 		Long: `Rewrite the MCP host's config so that each stdio server starts through
 'mcp-confirm proxy --db J --policy P -- <its command and args>', keeping its
-env, cwd and every other field. Shows a diff of each file before writing it
+env, cwd and every other field. A remote (url) entry over Streamable HTTP
+becomes 'mcp-confirm proxy --db J --policy P --url URL', its headers moved
+into env and read with --header-env. Shows a diff of each file before writing it
 and keeps a byte-exact backup, which 'mcp-confirm uninstall' restores.
 
 Hosts: ` + strings.Join(hostconfig.HostNames(), ", ") + `. Without --host, the hosts
 whose config files exist are listed and you are asked (or give --all).
-Remote (url) entries, disabled entries, entries already wrapped and those
+SSE, WebSocket and OAuth entries, disabled entries, entries already wrapped and those
 named in --exclude are left alone. Running init again changes nothing.
 The journal is --db (else the default journal); the policy --policy (else
 policy.toml beside the journal, created with comments only if missing).`,
@@ -364,7 +367,11 @@ func printFile(e *env, file *hostconfig.File) {
 		}
 		switch en.Action {
 		case hostconfig.Wrapped:
-			fmt.Fprintf(e.stdout, "  %s: wrapped: journal %s, %s\n", name, en.Journal, policyWords(en.Policy))
+			remote := ""
+			if en.URL != "" {
+				remote = "remote " + termtext.Line(en.URL) + " through proxy --url, "
+			}
+			fmt.Fprintf(e.stdout, "  %s: wrapped: %sjournal %s, %s\n", name, remote, en.Journal, policyWords(en.Policy))
 		case hostconfig.AlreadyWrapped:
 			fmt.Fprintf(e.stdout, "  %s: skipped: %s (journal %s, %s)\n", name, en.Reason, orDefault(en.Journal, "the default"), policyWords(en.Policy))
 		default:
