@@ -1,12 +1,16 @@
 package demo
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -19,7 +23,8 @@ const EndpointPath = "/mcp"
 // ctx ends, logging the URL it bound (port 0 picks one). With
 // opts.CutAfterCommit, the first N create_order executions commit and then
 // their connection is closed without the response: the lost response of a
-// load balancer's cut, the case mcp-confirm exists for.
+// load balancer's cut, the case mcp-confirm exists for. With
+// opts.ExpireSessions, each create_order's session is expired after it.
 func ServeHTTP(ctx context.Context, opts Options) error {
 	s, stop, err := start(ctx, opts)
 	if err != nil {
@@ -31,8 +36,12 @@ func ServeHTTP(ctx context.Context, opts Options) error {
 		return &ListenError{Addr: opts.HTTPAddr, What: "MCP over HTTP", Err: err}
 	}
 	mux := http.NewServeMux()
-	mux.Handle(EndpointPath, withCut(server.NewStreamableHTTPServer(s.mcp,
-		server.WithEndpointPath(EndpointPath), server.WithStreamableHTTPLogger(s.log))))
+	var h http.Handler = withCut(server.NewStreamableHTTPServer(s.mcp,
+		server.WithEndpointPath(EndpointPath), server.WithStreamableHTTPLogger(s.log)))
+	if opts.ExpireSessions {
+		h = expireSessions(h, s.log)
+	}
+	mux.Handle(EndpointPath, h)
 	// A cut connection makes net/http complain of writes on it: debug, not noise.
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)}
@@ -74,5 +83,51 @@ func withCut(next http.Handler) http.Handler {
 			return conn.Close() == nil
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), cutKey{}, cut)))
+	})
+}
+
+// expireSessions answers 404 to every request on a session that has made a
+// create_order (after that request ends), before the server sees it: a
+// server that expired the session, which by the MCP spec must answer 404,
+// and which ran nothing. Sessions exist only in the 2025 era, so the
+// server's 2026-07-28 discovery is answered "method not found": clients
+// then initialize a session, as with a server of 2025-11-25.
+func expireSessions(next http.Handler, log *slog.Logger) http.Handler {
+	var expired sync.Map
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sid := r.Header.Get("Mcp-Session-Id")
+		if _, gone := expired.Load(sid); gone && sid != "" {
+			log.Info("request on an expired session answered 404 (--expire-sessions)", "session", sid, "method", r.Method)
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
+		write := false
+		if r.Method == http.MethodPost {
+			body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+			if err != nil {
+				http.Error(w, "cannot read the request", http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var req struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+				Params struct {
+					Name string `json:"name"`
+				} `json:"params"`
+			}
+			_ = json.Unmarshal(body, &req)
+			if req.Method == "server/discover" && len(req.ID) > 0 {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"error":{"code":-32601,"message":"Method not found"}}`))
+				return
+			}
+			write = sid != "" && req.Method == "tools/call" && req.Params.Name == "create_order"
+		}
+		next.ServeHTTP(w, r)
+		if write {
+			expired.Store(sid, true)
+			log.Info("session expired after a create_order (--expire-sessions)", "session", sid)
+		}
 	})
 }

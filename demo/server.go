@@ -41,6 +41,11 @@ type Options struct {
 	// CutAfterCommit, over HTTP (ServeHTTP): the first N create_order
 	// executions commit, then their connection is closed, unanswered.
 	CutAfterCommit int
+	// ExpireSessions, over HTTP: after each create_order, its session is
+	// forgotten, and any later request on it is answered 404 (unexecuted),
+	// as a server that expires sessions answers: the client must start a
+	// new session.
+	ExpireSessions bool
 	// HTTPAddr is the host:port ServeHTTP listens on (port 0 picks one).
 	HTTPAddr string
 	// AnswerAfter, with HangAfterCommit, makes those executions answer
@@ -136,7 +141,7 @@ func NewServer(ctx context.Context, opts Options) (*Server, error) {
 	s.mcp = server.NewMCPServer(Name, Version, server.WithToolCapabilities(false), server.WithRecovery(), server.WithHooks(hooks))
 	s.addTools()
 	s.log.Info("demo server ready", "db", s.path, "delay", opts.Delay, "hang_after_commit", opts.HangAfterCommit,
-		"cut_after_commit", opts.CutAfterCommit,
+		"cut_after_commit", opts.CutAfterCommit, "expire_sessions", opts.ExpireSessions,
 		"fail_rate", opts.FailRate, "unusable_answer", opts.UnusableAnswer, "answer_twice", opts.AnswerTwice, "seed", opts.Seed,
 		"dedupe_window", opts.DedupeWindow, "dedupe_scope", opts.DedupeScope.String())
 	return s, nil

@@ -18,6 +18,7 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"os/user"
+	"strings"
 	"sync"
 	"time"
 
@@ -374,6 +375,7 @@ type attempt struct {
 	call       pending.Call
 	n          int
 	prior      pending.State // the call's state before a retry; "" for a new call
+	resend     bool          // this attempt is the once-more send after a refusal (resendRefused)
 	tool       mcp.Tool
 	keyArg     string
 	args       map[string]any
@@ -389,17 +391,51 @@ type attempt struct {
 
 // send makes attempt a of a call whose intent (or retry decision) is
 // already durable, and records how it ended. It is the only function that
-// sends a write, and it sends exactly once: transmit hands the request to
-// the session once; record and settle only write the journal and read it.
+// sends a write, and it sends each attempt exactly once: transmit hands the
+// request to the session once; record and settle only write the journal and
+// read it. The one further send is SPEC §9's: an attempt the server refused
+// unexecuted because its session had expired is followed, once, by the next
+// attempt on a new session, journaled before it goes (resendRefused).
 func (g *Guard) send(ctx context.Context, a *attempt) (Result, error) {
 	g.transmit(ctx, a)
 	// The outcome is recorded even if the caller's context has ended: the
 	// journal must not keep an attempt open that this process knows ended.
 	rctx := context.WithoutCancel(ctx)
+	if a.out.SessionExpired() && !a.resend && ctx.Err() == nil {
+		if next := g.resendRefused(rctx, a); next != nil {
+			return g.send(ctx, next)
+		}
+	}
 	if err := g.record(rctx, a); err != nil {
 		return g.unrecorded(a, err)
 	}
 	return g.settle(rctx, a)
+}
+
+// resendRefused journals attempt a as refused (the server had not run it:
+// its session was gone) and opens the next attempt in the same durable
+// commit, which send then makes on a new session with the same key. It
+// returns nil, and the refusal is recorded as a's outcome as any other,
+// when the journal does not take it.
+func (g *Guard) resendRefused(ctx context.Context, a *attempt) *attempt {
+	// The refusal as such: even on a retry of an unknown call, where
+	// transmit keeps the call unknown, this attempt itself did not run.
+	refusal, _ := outcomeOf(a.out)
+	refusal = a.mask.outcome(refusal)
+	refusal.Reason = fmt.Sprintf("not executed: %s; sent once more as attempt %d, on a new session, with the same key",
+		strings.TrimPrefix(refusal.Reason, "not sent: "), a.n+1)
+	refusal.RPCID, refusal.Session = a.outcome.RPCID, a.outcome.Session
+	why := fmt.Sprintf("the server no longer knew session %d (HTTP 404) and did not run attempt %d; sent once more on a new session with the same key",
+		a.out.Session, a.n)
+	at, err := g.j.ResendAfterRefusal(ctx, a.call.ID, a.n, refusal, a.out.Session+1, why)
+	if err != nil {
+		return nil
+	}
+	for _, lr := range a.settled() {
+		g.handleLate(lr, false)
+	}
+	return &attempt{call: a.call, n: at.N, prior: a.prior, resend: true, tool: a.tool, keyArg: a.keyArg,
+		args: a.args, onProgress: a.onProgress}
 }
 
 // transmit sends the request, once, and turns what the session saw into
@@ -479,9 +515,6 @@ func (g *Guard) settle(ctx context.Context, a *attempt) (Result, error) {
 	id := a.call.ID
 	if a.replayed {
 		_ = g.j.RecordEvent(ctx, pending.EventDedupeHit, id, "server replayed a stored result")
-	}
-	if a.out.Resent != "" {
-		_ = g.j.RecordEvent(ctx, pending.EventResent, id, fmt.Sprintf("attempt %d: %s", a.n, a.out.Resent))
 	}
 	if a.out.Why != "" {
 		// Not a usable answer: the call is unknown, the bytes are evidence.

@@ -30,6 +30,15 @@ func (e *RefusedError) Error() string {
 	return "the server refused the request before running it (" + what + ")"
 }
 
+// SessionExpired reports whether the server refused the request unexecuted
+// because it no longer knew the session (HTTP 404 to a request that carried
+// a session id): the request was not run, and the next call goes out on a
+// new session.
+func (d Delivery) SessionExpired() bool {
+	var refused *RefusedError
+	return d.Kind == DeliveryNotSent && errors.As(d.Err, &refused) && refused.SessionExpired
+}
+
 // Is makes a 401 errors.Is(err, ErrAuthorization).
 func (e *RefusedError) Is(target error) bool {
 	return target == ErrAuthorization && e.Status == http.StatusUnauthorized

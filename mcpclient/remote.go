@@ -289,25 +289,18 @@ func (r *Remote) Tools(ctx context.Context) ([]mcp.Tool, error) {
 	return res.Tools, nil
 }
 
-// Call sends one tools/call and reports what is known about it (decideHTTP).
-// It never resends on its own, but for the one case SPEC §9 allows: the
-// server refused the request because it no longer knows the session (404),
-// so it was not run; then it is sent once more, with the same key, on a new
-// session, and Delivery.Resent says why.
+// Call sends one tools/call, once, and reports what is known about it
+// (decideHTTP). It never resends. When the server refused the request
+// because it no longer knows the session (404, Delivery.SessionExpired),
+// the next call starts a new session; a write may then be sent once more
+// with the same key, as its next attempt, which the caller journals first
+// (SPEC §9: guard.Guard does).
 func (r *Remote) Call(ctx context.Context, tool string, args map[string]any, o CallOptions) Delivery {
 	if o.KeyArg != "" && o.Key == "" {
 		return Delivery{Kind: DeliveryNotSent, EndedAt: time.Now(),
 			Err: fmt.Errorf("call %s: key argument %q set without a key", tool, o.KeyArg)}
 	}
-	out := r.callOnce(ctx, tool, args, o)
-	var refused *RefusedError
-	if errors.As(out.Err, &refused) && refused.SessionExpired && ctx.Err() == nil {
-		first := out
-		out = r.callOnce(ctx, tool, args, o)
-		out.Resent = fmt.Sprintf("session %d expired before the request ran (HTTP 404); sent once more on a new session with the same key",
-			first.Session)
-	}
-	return out
+	return r.callOnce(ctx, tool, args, o)
 }
 
 func (r *Remote) callOnce(ctx context.Context, tool string, args map[string]any, o CallOptions) Delivery {

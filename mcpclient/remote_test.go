@@ -215,8 +215,8 @@ func TestRemoteWriteOutcomes(t *testing.T) {
 					if tc.fault == "401" && !errors.Is(out.Err, mcpclient.ErrAuthorization) {
 						t.Errorf("401 error = %v, want ErrAuthorization", out.Err)
 					}
-					if out.Resent != "" {
-						t.Errorf("resent = %q, want a single send", out.Resent)
+					if out.SessionExpired() {
+						t.Errorf("session expired, want none")
 					}
 				})
 			}
@@ -236,8 +236,10 @@ func TestRemoteRPCErrorIsFailed(t *testing.T) {
 }
 
 // A 404 to a request that carried a session id: the server refused it
-// unexecuted; it is sent once more on a new session, with the same key.
-func TestRemoteExpiredSessionSentOnceMore(t *testing.T) {
+// unexecuted. Call does not resend it (the guard journals the next attempt
+// first): it reports not sent, session expired; the next call goes out on
+// a new session.
+func TestRemoteExpiredSessionIsNotResent(t *testing.T) {
 	srv := newOrdersServer(t)
 	p := newFaultProxy(t, srv.url, true)
 	r := remoteClient(t, p.url)
@@ -246,8 +248,15 @@ func TestRemoteExpiredSessionSentOnceMore(t *testing.T) {
 	}
 	p.set("404", true)
 	out := createOrder(t, r)
-	if out.Kind != mcpclient.DeliveryResult || out.Resent == "" || out.Session != 2 {
-		t.Fatalf("delivery = %s, session %d, resent %q, %v; want a result on session 2, resent", out.Kind, out.Session, out.Resent, out.Err)
+	if out.Kind != mcpclient.DeliveryNotSent || !out.SessionExpired() || out.Session != 1 {
+		t.Fatalf("delivery = %s, session %d, expired %v, %v; want not sent on session 1, expired", out.Kind, out.Session, out.SessionExpired(), out.Err)
+	}
+	if got := srv.executed.Load(); got != 0 {
+		t.Errorf("server executed %d orders, want 0", got)
+	}
+	out = createOrder(t, r)
+	if out.Kind != mcpclient.DeliveryResult || out.SessionExpired() || out.Session != 2 {
+		t.Fatalf("next call: delivery = %s, session %d, %v; want a result on session 2", out.Kind, out.Session, out.Err)
 	}
 	if got := srv.executed.Load(); got != 1 {
 		t.Errorf("server executed %d orders, want 1", got)
@@ -268,8 +277,8 @@ func TestRemoteNotFoundWithoutSession(t *testing.T) {
 	r := remoteClient(t, p.url)
 	p.set("404", true)
 	out := createOrder(t, r)
-	if out.Kind != mcpclient.DeliveryNotSent || out.Resent != "" {
-		t.Fatalf("delivery = %s, resent %q, %v; want not sent, once", out.Kind, out.Resent, out.Err)
+	if out.Kind != mcpclient.DeliveryNotSent || out.SessionExpired() {
+		t.Fatalf("delivery = %s, expired %v, %v; want not sent, no session to expire", out.Kind, out.SessionExpired(), out.Err)
 	}
 	if got := srv.executed.Load(); got != 0 {
 		t.Errorf("server executed %d orders, want 0", got)

@@ -132,10 +132,6 @@ type Delivery struct {
 	SentAt     time.Time       // first byte written; zero for DeliveryNotSent
 	EndedAt    time.Time
 	Err        error // nil for DeliveryResult; what went wrong otherwise (wraps ErrUnusableAnswer when Why is set)
-	// Resent says why the request was sent a second time, with the same
-	// key ("" when it was sent once): over HTTP, the server refused the
-	// first unexecuted because it no longer knew the session (SPEC §9).
-	Resent string
 
 	// Set when the outcome is unknown because the server's answer was not
 	// usable (Reason is then ReasonProtocolError): Raw is the answer line as

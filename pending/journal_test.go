@@ -415,3 +415,54 @@ func TestCloseConcurrentWithWrites(t *testing.T) {
 		}
 	}
 }
+
+// ResendAfterRefusal ends the refused attempt and opens the next in one
+// commit: the call stays in flight, the event says why; it refuses an
+// outcome that is not a bare refusal, and an attempt that is not open.
+func TestResendAfterRefusal(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j := openTest(t, path)
+	c, err := j.RecordIntent(ctx, intent("create_order", `{"item":"widget"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []Outcome{
+		{Event: EventSucceeded},
+		{Event: EventLost, Reason: "timeout"},
+		{Event: EventFailed, Error: json.RawMessage(`{"code":-32000,"message":"no"}`)},
+	} {
+		if _, err := j.ResendAfterRefusal(ctx, c.ID, 1, o, 2, "why"); err == nil {
+			t.Errorf("outcome %+v: resend allowed, want it refused", o)
+		}
+	}
+	at, err := j.ResendAfterRefusal(ctx, c.ID, 1, Outcome{Event: EventFailed, Reason: "not executed: 404", Session: 1}, 2, "session 1 expired")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at.N != 2 || at.Session != 2 || at.Outcome != OutcomePending {
+		t.Fatalf("next attempt = %+v", at)
+	}
+	got, err := j.Get(ctx, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != StateInFlight || len(got.Attempts) != 2 || got.Attempts[0].Outcome != OutcomeFailed ||
+		got.Attempts[0].Reason != "not executed: 404" || got.Attempts[1].Outcome != OutcomePending || len(got.Decisions) != 0 {
+		t.Fatalf("after the resend: %+v", got)
+	}
+	if _, err := j.ResendAfterRefusal(ctx, c.ID, 1, Outcome{Event: EventFailed}, 3, "again"); !errors.Is(err, ErrAttemptEnded) {
+		t.Errorf("resend of an ended attempt: %v, want ErrAttemptEnded", err)
+	}
+	var events int
+	if err := j.read.QueryRowContext(ctx, "SELECT count(*) FROM events WHERE kind = ? AND call_id = ? AND detail = ?",
+		EventResent, c.ID, "attempt 2: session 1 expired").Scan(&events); err != nil || events != 1 {
+		t.Errorf("resent events = %d, %v; want 1", events, err)
+	}
+	if err := j.RecordOutcome(ctx, c.ID, 2, Outcome{Event: EventSucceeded, Result: json.RawMessage(`{"content":[]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := j.Get(ctx, c.ID); got.State != StateSucceeded {
+		t.Errorf("after attempt 2 succeeded: %s", got.State)
+	}
+}

@@ -111,9 +111,9 @@ const (
 	EventConflict       = "conflict"
 	EventSecondAnswer   = "second_answer" // a further answer to a request already answered
 	EventUnusableAnswer = "unusable_answer"
-	// EventResent: the request was sent a second time within one attempt,
-	// with the same key, because the server provably had not run the first
-	// (over HTTP: it no longer knew the session, SPEC §9).
+	// EventResent: the write was sent once more, as its next attempt, with
+	// the same key, because the server provably had not run the attempt
+	// before (over HTTP: it no longer knew the session, SPEC §9).
 	EventResent = "resent"
 )
 

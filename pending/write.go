@@ -271,6 +271,48 @@ func (j *Journal) RecordOutcome(ctx context.Context, callID int64, n int, o Outc
 	})
 }
 
+// ResendAfterRefusal ends attempt n, which the server refused before
+// running it (over HTTP: it no longer knew the session, SPEC §9), and opens
+// attempt n+1 on session, in one durable commit, before the write is sent
+// once more with the same key. o must be the refusal: EventFailed, with no
+// result or error from the server. The call stays in flight; the resend is
+// an event with why, not an operator's decision.
+func (j *Journal) ResendAfterRefusal(ctx context.Context, callID int64, n int, o Outcome, session int, why string) (Attempt, error) {
+	if o.Event != EventFailed || len(o.Result) > 0 || len(o.Error) > 0 {
+		return Attempt{}, fmt.Errorf("call %d attempt %d: a resend follows only a refusal the server gave before running the request", callID, n)
+	}
+	now := j.now().UTC()
+	ts := formatTime(now)
+	err := j.write(ctx, durable, func(ctx context.Context, c *sql.Conn) error {
+		state, current, attemptOutcome, err := j.attemptState(ctx, c, callID, n)
+		if err != nil {
+			return err
+		}
+		if attemptOutcome != OutcomePending || n != current || state != StateInFlight {
+			return fmt.Errorf("call %d attempt %d: not the call's open attempt (call is %s, attempt %s): %w", callID, n, state, attemptOutcome, ErrAttemptEnded)
+		}
+		if _, err := j.exec(ctx, c, `UPDATE attempts SET outcome = ?, reason = ?, ended_at = ?, rpc_id = ?,
+			session = CASE WHEN ? = 0 THEN session ELSE ? END WHERE call_id = ? AND n = ?`,
+			OutcomeFailed, o.Reason, ts, o.RPCID, o.Session, o.Session, callID, n); err != nil {
+			return err
+		}
+		if _, err := j.exec(ctx, c, "INSERT INTO attempts (call_id, n, session, owner, sent_at) VALUES (?, ?, ?, ?, ?)",
+			callID, n+1, session, j.owner.id, ts); err != nil {
+			return err
+		}
+		if _, err := j.exec(ctx, c, "UPDATE calls SET reason = '', owner = ?, updated_at = ? WHERE id = ?", j.owner.id, ts, callID); err != nil {
+			return err
+		}
+		_, err = j.exec(ctx, c, "INSERT INTO events (at, kind, call_id, detail) VALUES (?, ?, ?, ?)",
+			ts, EventResent, callID, fmt.Sprintf("attempt %d: %s", n+1, why))
+		return err
+	})
+	if err != nil {
+		return Attempt{}, err
+	}
+	return Attempt{N: n + 1, Session: session, SentAt: now, Outcome: OutcomePending}, nil
+}
+
 // RecordLateResult stores an answer that arrived after attempt n had ended
 // unknown. If the call is still unknown (and no newer attempt is out), the
 // answer settles it; if an operator already decided otherwise, the answer is

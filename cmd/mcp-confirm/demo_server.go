@@ -31,7 +31,8 @@ Its --db is the demo's own orders file, not a journal.
 --http serves it over Streamable HTTP at http://ADDR/mcp instead of stdio,
 and logs the URL it bound (127.0.0.1:0 picks a free port); there
 --cut-after-commit N closes the first N create_order connections after the
-order is committed, without the response.
+order is committed, without the response; --expire-sessions forgets each
+create_order's session after it, answering 404 to what comes on it next.
 
 --dedupe-window is for clients that send no key: an identical keyless
 create_order within the window is not ordered again (intentional_repeat:
@@ -49,6 +50,7 @@ address it bound (127.0.0.1:0 picks a free port).`,
 	fs.IntVar(&o.HangAfterCommit, "hang-after-commit", 0, "the first N create_order executions commit, then never answer")
 	fs.StringVar(&o.HTTPAddr, "http", "", "serve MCP over Streamable HTTP at http://ADDR/mcp, not stdio (HOST:PORT; port 0 picks one, logged)")
 	fs.IntVar(&o.CutAfterCommit, "cut-after-commit", 0, "with --http: the first N create_order executions commit, then their connection is closed unanswered")
+	fs.BoolVar(&o.ExpireSessions, "expire-sessions", false, "with --http: after each create_order, its session is expired (later requests on it get 404)")
 	fs.DurationVar(&o.AnswerAfter, "answer-after", 0, "with --hang-after-commit: answer after all, this long after the commit (a late, not lost, response)")
 	fs.IntVar(&o.UnusableAnswer, "unusable-answer", 0, "the first N create_order answers are replaced by a line that is not a usable tool result (kind drawn per answer with --seed)")
 	fs.IntVar(&o.AnswerTwice, "answer-twice", 0, "the first N create_order answers are written twice; the second copy differs (another order_id) when the order id is odd")
@@ -91,6 +93,8 @@ func runDemoServer(ctx context.Context, e *env, o demo.Options, scope string, po
 		return demoUsageError(e, "--http "+strconv.Quote(o.HTTPAddr)+": want HOST:PORT, such as 127.0.0.1:8808 (port 0 picks one)")
 	case o.CutAfterCommit > 0 && o.HTTPAddr == "":
 		return demoUsageError(e, "--cut-after-commit is for --http (over stdio, --hang-after-commit loses the answer)")
+	case o.ExpireSessions && o.HTTPAddr == "":
+		return demoUsageError(e, "--expire-sessions is for --http (a stdio server has no sessions to expire)")
 	case o.HTTPAddr != "" && (o.UnusableAnswer > 0 || o.AnswerTwice > 0):
 		return demoUsageError(e, "--unusable-answer and --answer-twice are stdio faults; not with --http")
 	case o.FailRate < 0 || o.FailRate > 1:

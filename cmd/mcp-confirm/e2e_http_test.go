@@ -323,3 +323,60 @@ func TestHTTPHeaderFromTheEnvironment(t *testing.T) {
 		t.Errorf("the malformed header's value was printed:\n%s", r.stderr)
 	}
 }
+
+// A server that expires each session after a write (--expire-sessions),
+// behind a long-lived proxy: the second create_order goes out on the old
+// session and is refused with 404, unexecuted. It is sent once more, with
+// the same key, on a new session, as its next attempt, journaled before it
+// went: attempt 1 "not executed", attempt 2 succeeded, a resent event, and
+// one order per call on the server.
+func TestHTTPExpiredSessionSentOnceMoreAsNextAttempt(t *testing.T) {
+	w := newWorld(t, t.TempDir())
+	endpoint := startHTTPDemo(t, w, "--expire-sessions")
+	host := startHost(t, childEnv(w.dir), w.bin, "proxy", "--db", w.journal, "--url", endpoint)
+	for _, buyer := range []string{"alice", "bob"} {
+		res := hostCall(t, host, "create_order", map[string]any{"item": "widget", "quantity": 1, "buyer": buyer})
+		if res.IsError {
+			t.Fatalf("create_order for %s: %+v", buyer, res)
+		}
+	}
+	host.Close()
+
+	calls := w.list()
+	if len(calls) != 2 {
+		t.Fatalf("%d calls journaled, want 2", len(calls))
+	}
+	for _, c := range calls {
+		if c.State != "succeeded" {
+			t.Errorf("call %d is %s, want succeeded", c.ID, c.State)
+		}
+		if n := ordersFor(t, w.db(), c.Key); n != 1 {
+			t.Errorf("call %d: %d orders with its key, want 1", c.ID, n)
+		}
+	}
+	lo, hi := calls[0].ID, calls[1].ID
+	if lo > hi {
+		lo, hi = hi, lo
+	}
+	first, second := w.show(lo), w.show(hi)
+	if len(first.Attempts) != 1 {
+		t.Errorf("the first call has %d attempts, want 1 (its session was fresh)", len(first.Attempts))
+	}
+	if len(second.Attempts) != 2 {
+		t.Fatalf("the second call has %d attempts, want 2: %+v", len(second.Attempts), second.Attempts)
+	}
+	a1, a2 := second.Attempts[0], second.Attempts[1]
+	if a1.Outcome != "failed" || !strings.Contains(a1.Reason, "not executed") || !strings.Contains(a1.Reason, "404") {
+		t.Errorf("attempt 1: %s %q, want failed, not executed (404)", a1.Outcome, a1.Reason)
+	}
+	if a2.Outcome != "succeeded" || a2.Session <= a1.Session {
+		t.Errorf("attempt 2: %s on session %d (attempt 1 on %d), want succeeded on a newer session", a2.Outcome, a2.Session, a1.Session)
+	}
+	if n := totalOrders(t, w.db()); n != 2 {
+		t.Errorf("%d orders on the server, want 2", n)
+	}
+	r := w.run("show", strconv.FormatInt(second.ID, 10))
+	if !strings.Contains(r.stdout, "sent once more as attempt 2, on a new session, with the same key") {
+		t.Errorf("show does not say why the write was sent once more:\n%s", r.stdout)
+	}
+}

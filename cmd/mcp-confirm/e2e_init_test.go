@@ -76,25 +76,9 @@ func TestInitWrapsARemoteEntry(t *testing.T) {
 		env = append(env, k+"="+v)
 	}
 	env = append(env, "SHOP_TOKEN=t0ken-5678")
-	host, err := client.NewStdioMCPClient(shop.Command, env, shop.Args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer host.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	initReq := mcp.InitializeRequest{}
-	initReq.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	initReq.Params.ClientInfo = mcp.Implementation{Name: "claude-code", Version: "2.0.0"}
-	if _, err := host.Initialize(ctx, initReq); err != nil {
-		t.Fatalf("initialize through the wrapped entry: %v", err)
-	}
-	call := mcp.CallToolRequest{}
-	call.Params.Name = "create_order"
-	call.Params.Arguments = map[string]any{"item": "widget", "quantity": 1, "buyer": "bob"}
-	res, err := host.CallTool(ctx, call)
-	if err != nil || res.IsError {
-		t.Fatalf("create_order through the wrapped entry: %v %+v", err, res)
+	host := startHost(t, env, shop.Command, shop.Args...)
+	if res := hostCall(t, host, "create_order", map[string]any{"item": "widget", "quantity": 1, "buyer": "bob"}); res.IsError {
+		t.Fatalf("create_order through the wrapped entry: %+v", res)
 	}
 	host.Close()
 
@@ -117,4 +101,41 @@ func TestInitWrapsARemoteEntry(t *testing.T) {
 	if back, _ := os.ReadFile(config); string(back) != original {
 		t.Errorf("uninstall did not restore the file byte for byte:\n%s", back)
 	}
+}
+
+// startHost starts command over stdio as an MCP host does (the host's
+// environment env) and initializes it as Claude Code would; it is closed at
+// the end of the test.
+func startHost(t *testing.T, env []string, command string, args ...string) *client.Client {
+	t.Helper()
+	host, err := client.NewStdioMCPClient(command, env, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = host.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	initReq := mcp.InitializeRequest{}
+	initReq.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	initReq.Params.ClientInfo = mcp.Implementation{Name: "claude-code", Version: "2.0.0"}
+	if _, err := host.Initialize(ctx, initReq); err != nil {
+		t.Fatalf("initialize %s: %v", command, err)
+	}
+	return host
+}
+
+// hostCall is one tools/call from the host; an error of the session fails
+// the test, a tool's error result is returned.
+func hostCall(t *testing.T, host *client.Client, tool string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	call := mcp.CallToolRequest{}
+	call.Params.Name = tool
+	call.Params.Arguments = args
+	res, err := host.CallTool(ctx, call)
+	if err != nil {
+		t.Fatalf("%s from the host: %v", tool, err)
+	}
+	return res
 }
