@@ -55,6 +55,20 @@ type Options struct {
 	// (NoticeUnknown), and of one that settles late after its caller was
 	// told it was unknown (NoticeLateSettled). It must not block.
 	Notify func(notice string, c pending.Call)
+	// Observe, when set, is told of every call this guard ran (and of
+	// those it refused), after it ended: metrics. It must not block.
+	Observe func(Observation)
+}
+
+// Observation is one call as Options.Observe is told of it.
+type Observation struct {
+	Tool string
+	// Kind is how the guard classed the tool; "" when the call was refused
+	// before that (no such tool, bad arguments, the server unreachable).
+	Kind   pending.Kind
+	Result Result
+	Err    error
+	Took   time.Duration
 }
 
 // The notices Options.Notify is given.
@@ -216,33 +230,46 @@ type Result struct {
 // jittered backoff, and never become unknown. Writes get a key, a durable
 // intent, exactly one attempt, and an outcome; see the package comment.
 func (g *Guard) Call(ctx context.Context, req Request) (Result, error) {
+	if g.opts.Observe == nil {
+		res, _, err := g.call(ctx, req)
+		return res, err
+	}
+	began := time.Now()
+	res, kind, err := g.call(ctx, req)
+	g.opts.Observe(Observation{Tool: req.Tool, Kind: kind, Result: res, Err: err, Took: time.Since(began)})
+	return res, err
+}
+
+func (g *Guard) call(ctx context.Context, req Request) (Result, pending.Kind, error) {
 	if req.Args != nil || isNullJSON(req.RawArgs) {
 		req.RawArgs = nil
 	} else if !isObjectJSON(req.RawArgs) {
-		return Result{}, badInput("arguments must be a JSON object")
+		return Result{}, "", badInput("arguments must be a JSON object")
 	}
 	if req.Args == nil && req.RawArgs == nil {
 		req.Args = map[string]any{}
 	}
 	if req.Key != "" {
 		if err := ValidateKey(req.Key); err != nil {
-			return Result{}, badInput("%v", err)
+			return Result{}, "", badInput("%v", err)
 		}
 	}
 	tool, err := g.Tool(ctx, req.Tool)
 	if err != nil {
-		return Result{}, err
+		return Result{}, "", err
 	}
 	kind, src := g.Classify(tool)
 	if kind == pending.KindRead {
-		return g.read(ctx, tool.Name, req)
+		res, err := g.read(ctx, tool.Name, req)
+		return res, kind, err
 	}
 	if req.Args == nil {
 		if req.Args, err = decodeObject(req.RawArgs); err != nil {
-			return Result{}, badInput("%v", err)
+			return Result{}, kind, badInput("%v", err)
 		}
 	}
-	return g.write(ctx, tool, kind, src, req)
+	res, err := g.write(ctx, tool, kind, src, req)
+	return res, kind, err
 }
 
 func isNullJSON(raw json.RawMessage) bool {

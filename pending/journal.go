@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite" // pure-Go SQLite driver "sqlite"
@@ -107,6 +108,7 @@ type Journal struct {
 	version   versionConn
 	stmts     map[string]*sql.Stmt // writer goroutine only
 	readStmts readStmts
+	onCommit  atomic.Pointer[CommitObserver]
 }
 
 // DefaultPath is the journal path when --db is not given (SPEC §4):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 )
 
 // Durability of a write. An intent (a row that must exist before anything
@@ -93,14 +94,41 @@ func (j *Journal) writer() {
 	}
 }
 
-func (j *Journal) commitBatch(ctx context.Context, batch []*writeReq, level durability) {
-	if j.broken != nil {
-		fail(batch, j.broken)
+// CommitObserver is told of each commit of this process's writer: whether
+// it was durable (a full fsync: an intent, a decision), how long it took
+// from BEGIN to the end of COMMIT, and its error. It runs on the writer
+// goroutine and must not block (a metrics histogram).
+type CommitObserver func(durable bool, took time.Duration, err error)
+
+// ObserveCommits sets the journal's CommitObserver (nil: none); it may be
+// called while the journal is in use.
+func (j *Journal) ObserveCommits(fn CommitObserver) {
+	if fn == nil {
+		j.onCommit.Store(nil)
 		return
 	}
+	j.onCommit.Store(&fn)
+}
+
+func (j *Journal) commitBatch(ctx context.Context, batch []*writeReq, level durability) {
+	began := time.Now()
+	err := j.commit(ctx, batch, level)
+	if obs := j.onCommit.Load(); obs != nil {
+		(*obs)(level == durable, time.Since(began), err)
+	}
+}
+
+// commit runs batch in one transaction and releases its callers; it
+// returns the error that failed the whole batch, nil when it committed.
+func (j *Journal) commit(ctx context.Context, batch []*writeReq, level durability) error {
+	if j.broken != nil {
+		fail(batch, j.broken)
+		return j.broken
+	}
 	if _, err := j.wconn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		fail(batch, fmt.Errorf("begin: %w", err))
-		return
+		err = fmt.Errorf("begin: %w", err)
+		fail(batch, err)
+		return err
 	}
 	results := make([]error, len(batch))
 	for i, r := range batch {
@@ -109,16 +137,18 @@ func (j *Journal) commitBatch(ctx context.Context, batch []*writeReq, level dura
 	if err := j.beforeCommit(level); err != nil {
 		j.rollback()
 		fail(batch, err)
-		return
+		return err
 	}
 	if _, err := j.wconn.ExecContext(ctx, "COMMIT"); err != nil {
 		j.rollback()
-		fail(batch, fmt.Errorf("commit: %w", err))
-		return
+		err = fmt.Errorf("commit: %w", err)
+		fail(batch, err)
+		return err
 	}
 	for i, r := range batch {
 		r.done <- results[i]
 	}
+	return nil
 }
 
 // beforeCommit checks, just before a batch commits, that the commit will
