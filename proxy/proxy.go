@@ -61,6 +61,9 @@ type Options struct {
 	// block. Nil: only its last lines are kept, for error messages.
 	ServerStderr io.Writer
 	Keys         guard.KeySource // nil: ULIDs
+	// Observe, when set, is told of every tools/call the guard ran
+	// (metrics.Metrics.ObserveCall); it must not block.
+	Observe func(guard.Observation)
 }
 
 // Proxy is one upstream connection in front of one downstream server.
@@ -142,7 +145,7 @@ func (p *Proxy) fitHost(client string) {
 			notice = p.notifier.Func(p.opts.Journal.Path())
 		}
 		p.guard = guard.New(p.opts.Journal, p.client, guard.Options{
-			Notify: notice,
+			Notify: notice, Observe: p.opts.Observe,
 			Policy: policy, ServerAlias: p.opts.Server.Name, Server: p.opts.Identity, WriteTimeout: p.opts.Timeout,
 			Keys: p.opts.Keys, Logger: p.log,
 			// A read with its retries answers within the write's absolute
@@ -152,6 +155,13 @@ func (p *Proxy) fitHost(client string) {
 		p.logClock(hc, policy)
 	})
 }
+
+// ServerName is the name the server declared (serverInfo.name; "" before
+// its first session), as the journal records it with each call.
+func (p *Proxy) ServerName() string { return p.client.ServerInfo().Name }
+
+// Sessions is how many sessions the proxy has started with its server.
+func (p *Proxy) Sessions() int { return p.client.Session() }
 
 // waitNotified gives notifications under way a bounded time to be
 // delivered before the proxy exits.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcp-confirm/mcp-confirm/guard"
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
+	"github.com/mcp-confirm/mcp-confirm/metrics"
 	"github.com/mcp-confirm/mcp-confirm/proxy"
 )
 
@@ -40,6 +41,7 @@ type proxyFlags struct {
 	logMax, logBackups int
 	demo               bool
 	hostTimeout        time.Duration
+	metrics            string // --metrics HOST:PORT
 }
 
 func (c *cli) proxyCommand() *cobra.Command {
@@ -68,6 +70,7 @@ does not know gets %s. The log's "write clock" line says which applies;
 	fl.IntVar(&f.logBackups, "log-backups", 3, "with --log: keep this many rotated logs (FILE-<time>.log)")
 	fl.DurationVar(&f.hostTimeout, "host-timeout", 0, "the host's own deadline for a tool call, where the table of known hosts does not fit (default: by the host's name; the policy's host_timeout)")
 	fl.BoolVar(&f.demo, "demo", false, "serve the built-in demo orders server (when no server is given)")
+	fl.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (HOST:PORT; without a host, loopback; port 0 picks one, logged)")
 	cmd.ValidArgsFunction = cobra.NoFileCompletions
 	return cmd
 }
@@ -98,6 +101,10 @@ func runProxy(ctx context.Context, e *env, g *globalOpts, f proxyFlags, pos []st
 	}
 	return exitOK
 }
+
+type closerFunc func()
+
+func (f closerFunc) Close() error { f(); return nil }
 
 // refuseWait bounds how long a proxy that cannot serve waits for the host's
 // first request to answer it.
@@ -144,6 +151,12 @@ func prepareProxy(ctx context.Context, e *env, logTo io.Writer, g *globalOpts, f
 		fmt.Fprintf(e.stderr, "mcp-confirm proxy: --log-max-mb must be at least 1 and --log-backups at least 0\nGive sizes like --log-max-mb 10 --log-backups 3.\n")
 		return nil, nil, exitBadInput
 	}
+	if f.metrics != "" {
+		if err := metrics.CheckAddr(f.metrics); err != nil {
+			fmt.Fprintf(e.stderr, "mcp-confirm proxy: %v\nNothing was started.\n", err)
+			return nil, nil, exitBadInput
+		}
+	}
 	// What is open so far, closed in reverse if a later step refuses.
 	var opened []io.Closer
 	closeAll = func() {
@@ -184,10 +197,29 @@ func prepareProxy(ctx context.Context, e *env, logTo io.Writer, g *globalOpts, f
 			return nil, nil, exitBadInput
 		}
 	}
+	log := slog.New(slog.NewTextHandler(logw, nil)).With("from", "mcp-confirm proxy")
+	var m *metrics.Metrics
+	var observe func(guard.Observation)
+	if f.metrics != "" {
+		m = metrics.New(metrics.Options{Journal: j, Server: func() string { return p.ServerName() },
+			Sessions: func() int { return p.Sessions() }})
+		observe = m.ObserveCall
+	}
 	p = proxy.New(proxy.Options{
 		Server: choice.spec, Identity: choice.identity, Journal: j, Policy: policy, Timeout: g.timeout, HostTimeout: f.hostTimeout, Version: version,
-		Logger:       slog.New(slog.NewTextHandler(logw, nil)).With("from", "mcp-confirm proxy"),
-		ServerStderr: logw,
+		Logger: log, ServerStderr: logw, Observe: observe,
 	})
+	if m != nil {
+		mctx, stop := context.WithCancel(ctx)
+		metricsURL, err := m.Serve(mctx, f.metrics, log)
+		if err != nil {
+			stop()
+			closeAll()
+			fmt.Fprintf(e.stderr, "mcp-confirm proxy: %v\nGive a free HOST:PORT for --metrics, such as 127.0.0.1:9464 (port 0 picks one).\n", err)
+			return nil, nil, exitBadInput
+		}
+		opened = append(opened, closerFunc(stop))
+		log.Info("metrics listening", "metrics_url", metricsURL)
+	}
 	return p, closeAll, exitOK
 }
