@@ -26,6 +26,10 @@ type RetryOptions struct {
 	// with them the arguments' fingerprint must match the original call's.
 	Redacted   map[string]any
 	OnProgress func(mcpclient.Progress)
+	// PastRetention sends even when the policy's key_retention for the
+	// tool has passed since the call was made (the operator was told the
+	// server may no longer recognise the key).
+	PastRetention bool
 }
 
 // Retry resends a failed or unknown write with its own key, as a new
@@ -49,6 +53,13 @@ func (g *Guard) Retry(ctx context.Context, id int64, o RetryOptions) (Result, er
 	evidence, err := g.checkServer(c, o.AnyServer)
 	if err != nil {
 		return Result{Call: c, State: c.State, Key: c.Key}, err
+	}
+	// On the journal's clock, the one the call's time was stamped with.
+	if now := g.j.Now(); !o.PastRetention {
+		if left, ok := g.opts.Policy.KeyRetentionLeft(c, now); ok && left <= 0 {
+			return Result{Call: c, State: c.State, Key: c.Key}, &KeyRetentionError{CallID: id,
+				Retention: g.opts.Policy.KeyRetention(c.Tool), Since: now.Sub(c.CreatedAt)}
+		}
 	}
 	keyArg := KeyArg(tool, g.opts.Policy.tool(tool.Name).KeyArg)
 	args, err := restoreArgs(c, keyArg, o.Redacted, g.j.Seal)

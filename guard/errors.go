@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/mcp-confirm/mcp-confirm/pending"
 )
@@ -175,3 +176,21 @@ func journalErr(err error) error {
 	}
 	return unavailable(fmt.Errorf("journal: %w", err))
 }
+
+// KeyRetentionError refuses a retry made after the server's key retention
+// (the policy's key_retention) has passed: the server may have forgotten
+// the key, so a retry may do the write twice. RetryOptions.PastRetention
+// overrides it.
+type KeyRetentionError struct {
+	CallID    int64
+	Retention time.Duration // the policy's key_retention for the tool
+	Since     time.Duration // since the call was made
+}
+
+func (e *KeyRetentionError) Error() string {
+	return fmt.Sprintf("call %d was made %s ago, past the server's key retention of %s (policy key_retention): "+
+		"the server may no longer recognise its key, so a retry may do it twice",
+		e.CallID, e.Since.Round(time.Second), e.Retention)
+}
+
+func (e *KeyRetentionError) Unwrap() error { return ErrNotAllowed }

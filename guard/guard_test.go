@@ -1159,3 +1159,53 @@ func TestOutcomeNotRecordedIsUnknownNotUnavailable(t *testing.T) {
 		t.Fatalf("after reopening: %s %q %v; want unknown, recovered", c.State, c.Reason, err)
 	}
 }
+
+// Past the policy's key_retention, a retry is refused (the server may
+// have forgotten the key, so it may do the write twice) and nothing is
+// sent or recorded, unless RetryOptions.PastRetention; within it, a retry
+// goes as any other.
+func TestRetryPastKeyRetention(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		policy string
+		past   bool
+	}{
+		{"[defaults]\nkey_retention = \"1ms\"\n", true},
+		{"[defaults]\nkey_retention = \"24h\"\n[tools.pay]\nkey_retention = \"1ms\"\n", true},
+		{"[defaults]\nkey_retention = \"1ms\"\n[tools.pay]\nkey_retention = \"24h\"\n", false},
+		{"", false},
+	} {
+		h := newHarness(t, tc.policy)
+		h.f.set("pay", always(lostOutcome()))
+		res, err := h.call(Request{Tool: "pay", Args: map[string]any{"amount": 3}})
+		if err != nil || res.State != pending.StateUnknown {
+			t.Fatalf("%+v %v", res, err)
+		}
+		id := res.Call.ID
+		time.Sleep(5 * time.Millisecond) // past 1ms, well within 24h
+		_, err = h.g.Retry(ctx, id, RetryOptions{})
+		var kr *KeyRetentionError
+		if got := errors.As(err, &kr); got != tc.past {
+			t.Errorf("policy %q: retry err = %v, want refused past retention: %v", tc.policy, err, tc.past)
+			continue
+		}
+		if !tc.past {
+			continue
+		}
+		if !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), "may do it twice") {
+			t.Errorf("err = %v", err)
+		}
+		if n := len(h.f.sent("pay")); n != 1 {
+			t.Errorf("the refused retry was sent: %d sends", n)
+		}
+		if c := h.get(id); len(c.Decisions) != 0 || len(c.Attempts) != 1 {
+			t.Errorf("the refused retry was recorded: %+v", c)
+		}
+		if _, err := h.g.Retry(ctx, id, RetryOptions{PastRetention: true}); err != nil {
+			t.Errorf("retry with PastRetention: %v", err)
+		}
+		if n := len(h.f.sent("pay")); n != 2 {
+			t.Errorf("retry with PastRetention: %d sends, want 2", n)
+		}
+	}
+}

@@ -41,18 +41,25 @@ type Defaults struct {
 	// host its table does not know or knows wrong (--host-timeout wins):
 	// the proxy's write clocks are fitted under it.
 	HostTimeout Duration `toml:"host_timeout"`
+	// KeyRetention is how long the server keeps idempotency keys (Stripe
+	// 24h; many APIs say 15 minutes to 36 hours; unset: not known). Past
+	// it, a retry with the same key may no longer be recognised, so may do
+	// the write twice: retry asks for --past-retention, the console for
+	// "retry" typed.
+	KeyRetention Duration `toml:"key_retention"`
 }
 
 // ToolPolicy is one [tools.NAME] table.
 type ToolPolicy struct {
-	Kind        string         `toml:"kind"` // "write" | "read" | "" (ask the annotations)
-	Timeout     Duration       `toml:"timeout"`
-	MaxTotal    Duration       `toml:"max_total"`
-	KeyArg      string         `toml:"key_arg"`
-	QueryTool   string         `toml:"query_tool"`
-	QueryArgs   map[string]any `toml:"query_args"`
-	Redact      []string       `toml:"redact"`       // field names (any depth) or dotted paths (guard/redact.go)
-	AutoResolve bool           `toml:"auto_resolve"` // mark applied on its own when the query finds a definite match
+	Kind         string         `toml:"kind"` // "write" | "read" | "" (ask the annotations)
+	Timeout      Duration       `toml:"timeout"`
+	MaxTotal     Duration       `toml:"max_total"`
+	KeyArg       string         `toml:"key_arg"`
+	QueryTool    string         `toml:"query_tool"`
+	QueryArgs    map[string]any `toml:"query_args"`
+	Redact       []string       `toml:"redact"`        // field names (any depth) or dotted paths (guard/redact.go)
+	AutoResolve  bool           `toml:"auto_resolve"`  // mark applied on its own when the query finds a definite match
+	KeyRetention Duration       `toml:"key_retention"` // overrides [defaults] key_retention for this tool
 }
 
 // Duration reads "30s" from TOML.
@@ -150,6 +157,30 @@ func (p *Policy) tool(name string) ToolPolicy {
 		return ToolPolicy{}
 	}
 	return p.Tools[name]
+}
+
+// KeyRetention is how long the server keeps the keys of tool's calls: the
+// tool's key_retention, else the defaults'; 0 when the policy does not say.
+func (p *Policy) KeyRetention(tool string) time.Duration {
+	if p == nil {
+		return 0
+	}
+	if r := p.tool(tool).KeyRetention.Duration; r > 0 {
+		return r
+	}
+	return p.Defaults.KeyRetention.Duration
+}
+
+// KeyRetentionLeft is how long the server should still recognise c's key,
+// counted from the call's intent (just before its first send, when the
+// server could first have stored the key): negative once past. ok is false
+// when the policy does not say how long the server keeps keys.
+func (p *Policy) KeyRetentionLeft(c pending.Call, now time.Time) (left time.Duration, ok bool) {
+	r := p.KeyRetention(c.Tool)
+	if r <= 0 {
+		return 0, false
+	}
+	return c.CreatedAt.Add(r).Sub(now), true
 }
 
 // Classify says whether a tool is a read or a write, and who said so: the

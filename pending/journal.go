@@ -318,6 +318,9 @@ func OpenReadOnly(ctx context.Context, path string, opts Options) (*Journal, err
 // ReadOnly reports whether the journal was opened with OpenReadOnly.
 func (j *Journal) ReadOnly() bool { return j.readOnly }
 
+// Now is the journal's clock (Options.Now): the time it stamps rows with.
+func (j *Journal) Now() time.Time { return j.now() }
+
 // Path is the journal file's real path: absolute, symlinks resolved.
 func (j *Journal) Path() string { return j.path }
 

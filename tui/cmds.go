@@ -250,9 +250,9 @@ func queryCmd(ctx context.Context, e Engine, id int64, tool, key string, o guard
 // retryCmd resends a call with its key. It is bounded by the guard's own
 // clocks (idle and absolute), not by a deadline here: cutting it short
 // would only turn a slow answer into another unknown.
-func retryCmd(ctx context.Context, e Engine, id int64, tool, key, note string) tea.Cmd {
+func retryCmd(ctx context.Context, e Engine, id int64, tool, key, note string, pastRetention bool) tea.Cmd {
 	return func() tea.Msg {
-		res, err := e.Retry(ctx, id, guard.RetryOptions{Note: note})
+		res, err := e.Retry(ctx, id, guard.RetryOptions{Note: note, PastRetention: pastRetention})
 		return retriedMsg{ID: id, Tool: tool, Key: key, Result: res, Err: err}
 	}
 }

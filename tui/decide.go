@@ -127,7 +127,10 @@ func (m *Model) openDecision(a pending.Action, c pending.Call) tea.Cmd {
 	case pending.ActionQuery:
 		m.dialog = newQueryDialog(m.sh, did, c, func(o guard.QueryOptions) tea.Cmd { return queryCmd(ctx, e, id, tool, key, o) })
 	case pending.ActionRetry:
-		m.dialog = newRetryDialog(m.sh, did, c, func(note string) tea.Cmd { return retryCmd(ctx, e, id, tool, key, note) })
+		// Past the key's retention the dialog asks for "retry" typed, and
+		// the guard is told the operator accepted it.
+		past := keyRetentionPast(m.sh, c)
+		m.dialog = newRetryDialog(m.sh, did, c, func(note string) tea.Cmd { return retryCmd(ctx, e, id, tool, key, note, past) })
 	case pending.ActionAbandon:
 		m.dialog = newAbandonDialog(m.sh, did, c, func(note string) tea.Cmd { return decideCmd(ctx, e, a, id, tool, key, note) })
 	case pending.ActionMark:

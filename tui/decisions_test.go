@@ -607,3 +607,62 @@ func TestGuidedDemoWalkthrough(t *testing.T) {
 		t.Fatalf("create_order sends %v: want the first attempt and one retry with the same key", s)
 	}
 }
+
+// Past the policy's key_retention, even a tool that declares its key asks
+// for "retry" typed: the server may have forgotten the key. Within the
+// retention the dialog gives the time left and asks nothing more.
+func TestRetryPastKeyRetentionNeedsTypedRetry(t *testing.T) {
+	e := newEnvPolicy(t, testPolicy+"key_retention = \"30m\"\n")
+	e.seed() // create_order calls made 42, 5 and 3 minutes ago
+	m := e.model(100, 30)
+
+	m = selectCall(t, m, func(c pending.Call) bool { return c.Tool == "create_order" && t0.Sub(c.CreatedAt) < 10*time.Minute })
+	m = press(t, m, m.list.keys.Retry)
+	if v := flat(m.View()); strings.Contains(v, "type retry") || !strings.Contains(v, "more by the server (key_retention 30m)") {
+		t.Errorf("within the retention: want the time left and no typed retry:\n%s", m.View())
+	}
+	m = step(t, m, keyMsg("esc"))
+	if m.dialog != nil {
+		t.Fatal("esc did not close the dialog")
+	}
+
+	m = selectCall(t, m, func(c pending.Call) bool { return c.Tool == "create_order" && t0.Sub(c.CreatedAt) > 30*time.Minute })
+	old, _ := m.list.Selected()
+	m = press(t, m, m.list.keys.Retry)
+	v := flat(m.View())
+	for _, want := range []string{"may no longer recognise the key", "may do it twice", "type retry"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("past the retention, the dialog lacks %q:\n%s", want, m.View())
+		}
+	}
+	sends := len(e.srv.sends("create_order"))
+	m = step(t, m, keyMsg("enter"))
+	if m.dialog == nil || len(e.srv.sends("create_order")) != sends {
+		t.Fatal("sent without typing retry")
+	}
+	m = typeText(t, m, "retry")
+	m = step(t, m, keyMsg("enter"))
+	if m.dialog != nil {
+		t.Fatal("typed retry + enter did not proceed")
+	}
+	if s := e.srv.sends("create_order"); len(s) != sends+1 || s[len(s)-1] != "create_order "+old.Key {
+		t.Fatalf("sends = %v, want one more with key %s", s, old.Key)
+	}
+}
+
+// selectCall moves the selection to the first call that ok accepts, from
+// the top of the list.
+func selectCall(t *testing.T, m Model, ok func(pending.Call) bool) Model {
+	t.Helper()
+	for range 20 {
+		m = press(t, m, m.list.keys.Up)
+	}
+	for range 20 {
+		if c, sel := m.list.Selected(); sel && ok(c) {
+			return m
+		}
+		m = press(t, m, m.list.keys.Down)
+	}
+	t.Fatal("no such call in the list")
+	return m
+}

@@ -192,6 +192,14 @@ func (d *detailScreen) content() string {
 		field("late", fmt.Sprintf("settled late %s, acknowledged %s: identical calls are sent again", stamp(*c.LateSettledAt), stamp(*c.AckedAt)))
 	}
 	field("retry", retrySafety(d.sh, c))
+	if left, ok := d.sh.opts.Policy.KeyRetentionLeft(c, d.sh.now); ok && c.State.Allows(pending.EventRetry) {
+		r := d.sh.opts.Policy.KeyRetention(c.Tool)
+		if left <= 0 {
+			field("key", st.Warn.Render(fmt.Sprintf("past the server's key retention (%s, policy key_retention): it may no longer recognise the key; a retry may do it twice (r asks you to type retry)", age(r))))
+		} else {
+			field("key", fmt.Sprintf("kept by the server %s more (key_retention %s); a retry after that may do it twice", age(left), age(r)))
+		}
+	}
 	prop := st.Faint.Render("none yet: s runs the query")
 	if c.Proposal != "" {
 		prop = st.Info.Render(clean(c.Proposal))

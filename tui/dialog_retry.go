@@ -32,6 +32,16 @@ func newRetryDialog(sh *shared, id int, c pending.Call, proceed func(note string
 		what = fmt.Sprintf("Resend %s with key %s. The server's tools are not known (it has not listed them), so it is not known whether it dedupes by key. If the first attempt took effect, this may do it twice.", tool, tail)
 		typed = true
 	}
+	if left, ok := sh.opts.Policy.KeyRetentionLeft(c, sh.now); ok {
+		r := sh.opts.Policy.KeyRetention(c.Tool)
+		if left <= 0 {
+			what += fmt.Sprintf(" And the server keeps keys %s (policy key_retention): this call was made %s ago, so it may no longer recognise the key, and this may do it twice.",
+				age(r), age(sh.now.Sub(c.CreatedAt)))
+			typed = true
+		} else {
+			facts += "\n" + st.Label.Render("key kept ") + fmt.Sprintf("%s more by the server (key_retention %s)", age(left), age(r))
+		}
+	}
 	body := []string{facts, st.Dialog.Body.Render(what)}
 	if typed {
 		body = append(body, st.Dialog.Warning.Render("Check first with s (query) if you can."))
@@ -44,4 +54,11 @@ func newRetryDialog(sh *shared, id int, c pending.Call, proceed func(note string
 		d.withInput("type retry: ", "")
 	}
 	return d
+}
+
+// keyRetentionPast: the policy says how long the server keeps keys, and
+// that time has passed since c was made.
+func keyRetentionPast(sh *shared, c pending.Call) bool {
+	left, ok := sh.opts.Policy.KeyRetentionLeft(c, sh.now)
+	return ok && left <= 0
 }

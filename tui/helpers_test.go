@@ -158,13 +158,19 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
+	return newEnvPolicy(t, testPolicy)
+}
+
+// newEnvPolicy is newEnv with the policy given as TOML.
+func newEnvPolicy(t testing.TB, policy string) *env {
+	t.Helper()
 	clock := &testClock{t: t0}
 	j, err := pending.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), pending.Options{Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { j.Close() })
-	pol, err := guard.ParsePolicy(testPolicy, "test policy")
+	pol, err := guard.ParsePolicy(policy, "test policy")
 	if err != nil {
 		t.Fatal(err)
 	}

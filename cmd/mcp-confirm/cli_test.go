@@ -61,7 +61,7 @@ func TestCommandHelp(t *testing.T) {
 		want    []string
 		notWant []string
 	}{
-		{[]string{"show", "--help"}, []string{"mcp-confirm show ID", "Examples:", "--db", "--json"}, []string{"--timeout", "--policy"}},
+		{[]string{"show", "--help"}, []string{"mcp-confirm show ID", "Examples:", "--db", "--json", "--policy"}, []string{"--timeout", "--url"}},
 		{[]string{"mark", "--help"}, []string{"mcp-confirm mark ID applied", "--note"}, []string{"--json"}},
 		{[]string{"note", "--help"}, []string{"mcp-confirm note ID TEXT"}, nil},
 		{[]string{"call", "--help"}, []string{"call TOOL", "--no-validate", "--timeout", "Exit codes"}, nil},

@@ -13,6 +13,7 @@ import (
 type retryFlags struct {
 	note, redacted string
 	anyServer      bool
+	pastRetention  bool
 }
 
 func (c *cli) retryCommand() *cobra.Command {
@@ -30,6 +31,7 @@ the decision is kept in the journal with --note.`,
 	fl.StringVar(&f.note, "note", "", "why you retry (kept with the decision)")
 	fl.BoolVar(&f.anyServer, "any-server", false, "send even if the server's name differs from the call's (recorded)")
 	fl.StringVar(&f.redacted, "args", "", "values of redacted arguments, as a JSON object")
+	fl.BoolVar(&f.pastRetention, "past-retention", false, "retry even though the policy's key_retention has passed (the server may have forgotten the key)")
 	cmd.ValidArgsFunction = c.completeCalls(decidable)
 	return cmd
 }
@@ -49,7 +51,7 @@ func runRetry(ctx context.Context, e *env, g *globalOpts, f retryFlags, pos []st
 		return code
 	}
 	defer en.close()
-	res, err := en.guard.Retry(ctx, id, guard.RetryOptions{Note: f.note, AnyServer: f.anyServer, Redacted: values})
+	res, err := en.guard.Retry(ctx, id, guard.RetryOptions{Note: f.note, AnyServer: f.anyServer, Redacted: values, PastRetention: f.pastRetention})
 	if err == nil {
 		printResult(e, res, 0)
 	}

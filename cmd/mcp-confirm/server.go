@@ -319,6 +319,7 @@ func exitFor(e *env, g *globalOpts, cmd string, res guard.Result, err error) int
 		var late *guard.LateSettledError
 		var pendingKey *guard.KeyPendingError
 		var notRecorded *guard.OutcomeNotRecordedError
+		var retention *guard.KeyRetentionError
 		switch {
 		case errors.As(err, &notRecorded):
 			fmt.Fprintf(e.stderr, "mcp-confirm %s: %s; treat it as unknown, it was NOT resent.\n"+
@@ -343,6 +344,11 @@ func exitFor(e *env, g *globalOpts, cmd string, res guard.Result, err error) int
 			return exitHeld
 		case errors.Is(err, guard.ErrBadInput):
 			fmt.Fprintf(e.stderr, "mcp-confirm %s: %s.\nNothing was sent.\n", cmd, trimClass(msg))
+			return exitBadInput
+		case errors.As(err, &retention):
+			fmt.Fprintf(e.stderr, "mcp-confirm %s: %s; nothing was sent.\n"+
+				"Check first with '%s query %d'; to resend it with the same key anyway, add --past-retention.\n",
+				cmd, trimClass(msg), self, retention.CallID)
 			return exitBadInput
 		case errors.Is(err, guard.ErrNotAllowed):
 			fmt.Fprintf(e.stderr, "mcp-confirm %s: %s.\nRun '%s show ID' to see the call's state and history.\n", cmd, trimClass(msg), self)

@@ -21,8 +21,8 @@ func (c *cli) showCommand() *cobra.Command {
 	cmd := c.leaf(&cobra.Command{
 		Use:     "show ID",
 		Short:   "one call with its attempts, decisions and evidence",
-		Example: "  mcp-confirm show 17\n  mcp-confirm show 17 --json | jq .attempts",
-	}, "read", journalJSON, func(pos []string) int { return runShow(c.ctx, c.env, &c.g, pos) })
+		Example: "  mcp-confirm show 17\n  mcp-confirm show 17 --json | jq .attempts\n  mcp-confirm show 17 --policy policy.toml   # with the time left of its key's key_retention",
+	}, "read", []string{"db", "json", "policy"}, func(pos []string) int { return runShow(c.ctx, c.env, &c.g, pos) })
 	cmd.ValidArgsFunction = c.completeCalls(anyCall)
 	return cmd
 }
@@ -31,6 +31,15 @@ func runShow(ctx context.Context, e *env, g *globalOpts, pos []string) int {
 	id, ok := callIDArg("show", pos, e, 0)
 	if !ok {
 		return exitBadInput
+	}
+	var policy *guard.Policy
+	if g.policy != "" {
+		p, err := guard.LoadPolicy(g.policy)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "mcp-confirm show: %v\nFix the policy file (see README, \"Policy\") and run again.\n", err)
+			return exitBadInput
+		}
+		policy = p
 	}
 	j, code := openJournalReadOnly(ctx, e, g)
 	if j == nil {
@@ -49,7 +58,7 @@ func runShow(ctx context.Context, e *env, g *globalOpts, pos []string) int {
 	if g.json {
 		return writeJSON(e, c)
 	}
-	printCall(e.stdout, c)
+	printCall(e.stdout, c, policy, time.Now())
 	return exitOK
 }
 
@@ -78,7 +87,7 @@ func callIDArg(cmd string, pos []string, e *env, extra int) (int64, bool) {
 }
 
 // printCall is the human form of one call: everything the journal knows.
-func printCall(w io.Writer, c pending.Call) {
+func printCall(w io.Writer, c pending.Call, policy *guard.Policy, now time.Time) {
 	fmt.Fprintf(w, "Call %d  %s", c.ID, c.State)
 	if c.Reason != "" {
 		fmt.Fprintf(w, " (%s)", termtext.Line(c.Reason))
@@ -101,6 +110,9 @@ func printCall(w io.Writer, c pending.Call) {
 		server += ", reached as " + termtext.Line(id.String())
 	}
 	fmt.Fprintf(w, "  tool     %s (%s, from %s)\n  server   %s\n  key      %s\n", termtext.Name(c.Tool), c.Kind, c.KindSource, server, c.Key)
+	if line := retentionLine(policy, c, now); line != "" {
+		fmt.Fprintf(w, "  retention %s\n", line)
+	}
 	fmt.Fprintf(w, "  created  %s\n  updated  %s\n", stamp(c.CreatedAt), stamp(c.UpdatedAt))
 	if c.Proposal != "" {
 		fmt.Fprintf(w, "  proposal %s\n", termtext.Line(c.Proposal))
@@ -161,4 +173,25 @@ func indentJSON(raw json.RawMessage, prefix string) string {
 		return termtext.Strip(string(raw))
 	}
 	return termtext.Strip(buf.String())
+}
+
+// retentionLine says, for a call that may still be retried, how long the
+// server should keep recognising its key (the policy's key_retention), or
+// that the time has passed; "" when the policy does not say.
+func retentionLine(policy *guard.Policy, c pending.Call, now time.Time) string {
+	if !c.State.Allows(pending.EventRetry) || c.Kind != pending.KindWrite {
+		return ""
+	}
+	left, ok := policy.KeyRetentionLeft(c, now)
+	if !ok {
+		return ""
+	}
+	r := policy.KeyRetention(c.Tool)
+	if left <= 0 {
+		return fmt.Sprintf("PAST: the server keeps keys %s (policy key_retention) and this call was made %s ago; "+
+			"it may no longer recognise the key, so a retry may do it twice (retry asks for --past-retention)",
+			r, now.Sub(c.CreatedAt).Round(time.Second))
+	}
+	return fmt.Sprintf("%s left: the server keeps keys %s (policy key_retention), until %s; a retry after that may do it twice",
+		left.Round(time.Second), r, stamp(c.CreatedAt.Add(r)))
 }
