@@ -49,7 +49,7 @@ func TestTimedOutWriteIsNeverResent(t *testing.T) {
 		RPCError: &mcpclient.RPCError{Code: -32603, Message: "context canceled"}, AfterCancel: true})
 	// Watch polls and recovers; nothing is sent.
 	wctx, stop := context.WithCancel(ctx)
-	changed := Watch(wctx, h.j, time.Millisecond, time.Millisecond)
+	changed := Watch(wctx, h.j, time.Millisecond, time.Millisecond, nil)
 	if err := h.g.Note(ctx, id, "looking"); err != nil {
 		t.Fatal(err)
 	}
@@ -972,7 +972,7 @@ func TestWatchSeesAnotherHandle(t *testing.T) {
 	}
 	j2 := openJournal(t, h.path)
 	ctx, cancel := context.WithCancel(context.Background())
-	changed := Watch(ctx, h.j, time.Millisecond, 0)
+	changed := Watch(ctx, h.j, time.Millisecond, 0, nil)
 	// The change comes right away: Watch must already know where it
 	// started from.
 	if err := New(j2, nil, Options{Operator: "other"}).Note(ctx, res.Call.ID, "from another process"); err != nil {

@@ -12,9 +12,10 @@ import (
 // PRAGMA data_version, which costs no table read, every interval; the
 // channel holds at most one pending signal, so a slow reader sees one
 // "changed" for a burst. Every recoverEvery it also recovers calls left in
-// flight by processes that have died since the journal was opened. The
-// channel closes when ctx ends.
-func Watch(ctx context.Context, j *pending.Journal, interval, recoverEvery time.Duration) <-chan struct{} {
+// flight by processes that have died since the journal was opened, and
+// gives their ids to onRecovered (when set: notifications). The channel
+// closes when ctx ends.
+func Watch(ctx context.Context, j *pending.Journal, interval, recoverEvery time.Duration, onRecovered func([]int64)) <-chan struct{} {
 	ch := make(chan struct{}, 1)
 	// Read where we start before returning: a change committed right after
 	// Watch returns must be seen as one.
@@ -33,7 +34,9 @@ func Watch(ctx context.Context, j *pending.Journal, interval, recoverEvery time.
 			if recoverEvery > 0 && time.Since(lastRecover) >= recoverEvery {
 				lastRecover = time.Now()
 				if counts, err := j.Counts(ctx); err == nil && counts[pending.StateInFlight] > 0 {
-					_, _ = j.Recover(ctx)
+					if ids, err := j.Recover(ctx); err == nil && len(ids) > 0 && onRecovered != nil {
+						onRecovered(ids)
+					}
 				}
 			}
 			v, err := j.DataVersion(ctx)

@@ -239,6 +239,27 @@ func (n *Notifier) Func(journal string) func(notice string, c pending.Call) {
 	}
 }
 
+// Recovered tells of the calls of ids, which this process's recovery of
+// journal j turned unknown (the process that was sending them died): an
+// unknown event for each that is still unknown. Only the process whose
+// recovery turned a call unknown has its id, so each is told once.
+func (n *Notifier) Recovered(ctx context.Context, j *pending.Journal, ids []int64) {
+	if !n.Enabled() || len(ids) == 0 {
+		return
+	}
+	f := n.Func(j.Path())
+	for _, id := range ids {
+		c, err := j.Get(ctx, id)
+		if err != nil {
+			n.log.Warn("recovered call not notified: cannot read it", "call", id, "err", err)
+			continue
+		}
+		if c.State == pending.StateUnknown {
+			f(EventUnknown, c)
+		}
+	}
+}
+
 // shellQuote quotes s for a POSIX shell when it needs it.
 func shellQuote(s string) string {
 	for _, r := range s {

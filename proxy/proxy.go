@@ -143,6 +143,7 @@ func (p *Proxy) fitHost(client string) {
 		var notice func(string, pending.Call)
 		if p.notifier.Enabled() {
 			notice = p.notifier.Func(p.opts.Journal.Path())
+			p.notifier.Recovered(context.Background(), p.opts.Journal, p.opts.Journal.Recovered())
 		}
 		p.guard = guard.New(p.opts.Journal, p.client, guard.Options{
 			Notify: notice, Observe: p.opts.Observe,

@@ -481,7 +481,7 @@ func TestChangesFromAnotherProcessAppearLive(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	o := e.options()
-	o.Watch = guard.Watch(ctx, e.j, 5*time.Millisecond, 0)
+	o.Watch = guard.Watch(ctx, e.j, 5*time.Millisecond, 0, nil)
 	m := New(o)
 	m = step(t, m, tea.WindowSizeMsg{Width: 80, Height: 24})
 	nm, _ := m.Update(m.list.reload(anchorStart)())

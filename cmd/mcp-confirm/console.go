@@ -54,7 +54,9 @@ func runConsole(ctx context.Context, e *env, g *globalOpts) int {
 	defer cancel()
 	opts := tui.Options{
 		Context: ctx, Journal: en.journal, Engine: en.guard, Server: en.client, Policy: policy,
-		Watch:        guard.Watch(ctx, en.journal, 250*time.Millisecond, 5*time.Second),
+		Watch: guard.Watch(ctx, en.journal, 250*time.Millisecond, 5*time.Second, func(ids []int64) {
+			en.notifier.Recovered(ctx, en.journal, ids) // nil notifier: nothing
+		}),
 		Demo:         demo,
 		WriteTimeout: g.timeout, // 0: the policy's clock for each tool, else the default
 		Home:         e.getenv("HOME"),

@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // A write whose answer is lost: the policy's [notify] command runs with the
@@ -98,5 +100,49 @@ func TestNotifyFailuresNeverChangeTheCall(t *testing.T) {
 	wantExit(t, r, exitBadInput, "a plain-http webhook to another host")
 	if !strings.Contains(r.stderr, "plain http is allowed only to a loopback address") {
 		t.Errorf("stderr does not say why:\n%s", r.stderr)
+	}
+}
+
+// A call whose process is killed with kill -9 while its write is out:
+// the next process that opens the journal for writing recovers it as
+// unknown and, with a policy's [notify], tells of it once (as of any call
+// that becomes unknown); a later open does not tell again.
+func TestNotifyOnRecoveredCall(t *testing.T) {
+	w := newWorld(t, t.TempDir())
+	events := filepath.Join(w.dir, "events.jsonl")
+	policy := filepath.Join(w.dir, "policy.toml")
+	if err := os.WriteFile(policy, []byte("[notify]\ncommand = 'cat >> "+events+"; echo >> "+events+"'\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bg := w.startCall(t, `{"item":"widget","quantity":1,"buyer":"bob"}`, []string{"--timeout", "60s"}, "--hang-after-commit", "1")
+	key := w.waitSentKey(t, nil, time.Minute)
+	waitRecord(t, w.db(), key, "completed", time.Minute)
+	if err := bg.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := bg.wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("the client should have died of SIGKILL, got %v", err)
+	}
+	if _, err := os.Stat(events); err == nil {
+		t.Fatal("a notification before anyone recovered the call")
+	}
+	for range 2 { // the second open finds nothing left to recover
+		r := w.run(append([]string{"call", "find_orders", "--args", `{"buyer":"bob"}`, "--policy", policy}, w.server()...)...)
+		wantExit(t, r, exitOK, "a read that opens the journal")
+	}
+	b, err := os.ReadFile(events)
+	if err != nil {
+		t.Fatalf("the recovered call was not notified: %v", err)
+	}
+	var got []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("event %q: %v", line, err)
+		}
+		got = append(got, ev)
+	}
+	if len(got) != 1 || got[0]["event"] != "unknown" || got[0]["key"] != key || got[0]["reason"] != "recovered after unclean shutdown" {
+		t.Errorf("events %v, want one unknown event for key %s, recovered after unclean shutdown", got, key)
 	}
 }

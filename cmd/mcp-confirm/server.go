@@ -293,6 +293,9 @@ func serverEngine(j *pending.Journal, policy *guard.Policy, choice serverChoice,
 	if policy != nil {
 		en.notifier = notify.New(policy.Notify, slog.New(slog.NewTextHandler(os.Stderr, nil)).With("from", "mcp-confirm notify"))
 		opts.Notify = en.notifier.Func(j.Path())
+		// Calls this open recovered (their process died sending them)
+		// became unknown here: tell of them as of any other.
+		en.notifier.Recovered(context.Background(), j, j.Recovered())
 	}
 	gd = guard.New(j, en.client, opts)
 	en.guard = gd

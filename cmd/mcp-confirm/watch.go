@@ -46,7 +46,7 @@ func runWatch(ctx context.Context, e *env, g *globalOpts, pos []string) int {
 	defer j.Close()
 	// The signal first, then the feed's starting point: a commit between
 	// the two is either in the start or signalled.
-	changed := guard.Watch(ctx, j, watchInterval, 0)
+	changed := guard.Watch(ctx, j, watchInterval, 0, nil)
 	feed, err := j.Changes(ctx)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "mcp-confirm watch: read the journal: %v\nCheck the journal file (--db).\n", err)
