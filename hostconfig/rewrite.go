@@ -319,12 +319,7 @@ func insertArgs(o *hujson.Object, cmdMember *hujson.ObjectMember, front []hujson
 			front[i].BeforeExtra = hujson.Extra(" ")
 		}
 	}
-	i := 0
-	for j := range o.Members {
-		if &o.Members[j] == cmdMember {
-			i = j
-		}
-	}
+	i := memberIndex(o, cmdMember)
 	args := hujson.ObjectMember{
 		Name:  hujson.Value{BeforeExtra: layoutOf(cmdMember.Name.BeforeExtra, " "), Value: hujson.String("args")},
 		Value: hujson.Value{BeforeExtra: layoutOf(cmdMember.Value.BeforeExtra, " "), Value: &hujson.Array{Elements: front}},
@@ -425,15 +420,20 @@ func headersToEnv(o *hujson.Object, hm *hujson.ObjectMember) []string {
 	return names
 }
 
+// memberIndex is the index of m, which points into o.Members.
+func memberIndex(o *hujson.Object, m *hujson.ObjectMember) int {
+	for i := range o.Members {
+		if &o.Members[i] == m {
+			return i
+		}
+	}
+	return -1
+}
+
 // removeMember drops m from o, keeping any comments before it and o's
 // trailing comma as it was.
 func removeMember(o *hujson.Object, m *hujson.ObjectMember) {
-	i := 0
-	for j := range o.Members {
-		if &o.Members[j] == m {
-			i = j
-		}
-	}
+	i := memberIndex(o, m)
 	// m points into o.Members, which Delete shifts: copy what is needed.
 	before := append(hujson.Extra{}, m.Name.BeforeExtra...)
 	hasComments := len(bytes.TrimSpace(before)) > 0

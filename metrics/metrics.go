@@ -42,6 +42,7 @@ import (
 	"sync"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -264,7 +265,7 @@ func clean(s string) string {
 	}, s)
 	if len(s) > 64 {
 		cut := 64
-		for cut > 0 && !utf8Start(s[cut]) {
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
 			cut--
 		}
 		s = s[:cut]
@@ -274,8 +275,6 @@ func clean(s string) string {
 	}
 	return s
 }
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 // CheckAddr refuses an address Serve could not listen on for its form,
 // before anything else is opened.
