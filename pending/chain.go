@@ -135,6 +135,19 @@ func (r chainRow) hash() (string, error) {
 // transaction as the decision and whatever it changed.
 func (j *Journal) appendDecision(ctx context.Context, c *sql.Conn, callID int64, action Action, operator, at, note string,
 	evidence json.RawMessage, attempt int) error {
+	if j.pg != nil {
+		// Decisions take turns on the chain's lock: the write took it
+		// before it began (deciding, pg.go); taken again here, it is free for
+		// that session, and a write that forgot to queue waits here instead.
+		// What is hashed is what PostgreSQL's text will hold (pgText).
+		if _, err := j.exec(ctx, c, "SELECT pg_advisory_xact_lock(?, ?)", pgLockClass, pgLockChain); err != nil {
+			return fmt.Errorf("take the decision chain's lock: %w", err)
+		}
+		note, operator = pgText(note), pgText(operator)
+		if len(evidence) > 0 {
+			evidence = json.RawMessage(pgText(string(bytes.ToValidUTF8(evidence, []byte("\uFFFD")))))
+		}
+	}
 	prev, err := chainHead(ctx, c, j)
 	if err != nil {
 		return err
@@ -327,7 +340,7 @@ func (k *chainChecker) add(s storedRow, where string) bool {
 // head record. It reads one snapshot; a broken chain is in the report,
 // not an error (an error is a journal that could not be read).
 func (j *Journal) VerifyChain(ctx context.Context) (ChainReport, error) {
-	tx, err := j.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := j.snapshot(ctx)
 	if err != nil {
 		return ChainReport{}, err
 	}

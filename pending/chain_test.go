@@ -17,6 +17,7 @@ import (
 // of its example, and their hash. A change here is a change of format:
 // every journal and export already written would stop verifying.
 func TestDecisionHashEncoding(t *testing.T) {
+	firstRunOnly(t)
 	r := chainRow{ID: 1, CallID: 1, Action: "note", Operator: "op", At: "2026-01-01T00:00:01.000000000Z", Note: "looked", PrevHash: GenesisHash}
 	const want = "4b3889c5baa5e5154afdc73b8e50e258edfecbdbedd691118d14a58ecc525c82"
 	got, err := r.hash()
@@ -58,7 +59,7 @@ func chainJournal(t *testing.T) string {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "journal.db")
 	clock := &testClock{t: time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)}
-	j, err := Open(ctx, path, Options{Now: clock.now})
+	j, err := Open(ctx, testDB(t, path), Options{Now: clock.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func chainJournal(t *testing.T) string {
 
 func verifyPath(t *testing.T, path string) ChainReport {
 	t.Helper()
-	j, err := OpenReadOnly(context.Background(), path, Options{})
+	j, err := OpenReadOnly(context.Background(), testDB(t, path), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,6 +193,7 @@ func TestChainOfAnEmptyLog(t *testing.T) {
 // TestChainShowsHandEdits: each way of rewriting the log with the triggers
 // dropped is seen, at the first decision it touches.
 func TestChainShowsHandEdits(t *testing.T) {
+	sqliteOnly(t)
 	cases := []struct {
 		name  string
 		stmts []string
@@ -224,8 +226,9 @@ func TestChainShowsHandEdits(t *testing.T) {
 // TestChainRecomputedRowBreaksNextLink: a rewrite that recomputes the hash
 // of the row it edits still breaks the link to the next one.
 func TestChainRecomputedRowBreaksNextLink(t *testing.T) {
+	sqliteOnly(t)
 	path := chainJournal(t)
-	j, err := OpenReadOnly(context.Background(), path, Options{})
+	j, err := OpenReadOnly(context.Background(), testDB(t, path), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,6 +250,7 @@ func TestChainRecomputedRowBreaksNextLink(t *testing.T) {
 // then a new one made through mcp-confirm: the new one is chained to the
 // head the journal recorded, so the gap shows.
 func TestChainDeletedTailStaysVisible(t *testing.T) {
+	sqliteOnly(t)
 	path := chainJournal(t)
 	tamper(t, path, dropTriggers, "DELETE FROM decisions WHERE id = 6")
 	j := openTest(t, path)
@@ -304,6 +308,7 @@ func TestChainUnderConcurrentDecisions(t *testing.T) {
 // TestMigrationChainsExistingDecisions: a journal of schema 4 with
 // decisions gets its chain computed over them, in order, when it opens.
 func TestMigrationChainsExistingDecisions(t *testing.T) {
+	sqliteOnly(t)
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "journal.db")
 	stmts := append([]string{}, migrations[:4]...)
@@ -348,7 +353,7 @@ func TestMigrationChainsExistingDecisions(t *testing.T) {
 // through encoding/json, made valid UTF-8).
 func exportOf(t *testing.T, path string, since time.Time) []byte {
 	t.Helper()
-	j, err := OpenReadOnly(context.Background(), path, Options{})
+	j, err := OpenReadOnly(context.Background(), testDB(t, path), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ const openStates = "'in_flight', 'unknown', 'failed'"
 // is not reported.
 func (j *Journal) Changes(ctx context.Context) (*ChangeFeed, error) {
 	f := &ChangeFeed{j: j, open: map[int64]State{}}
-	tx, err := j.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := j.snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func scanCallRows(rows *sql.Rows) ([]callRow, error) {
 // Next returns what changed since the last look, oldest first (a decision
 // before the state it moved the call to).
 func (f *ChangeFeed) Next(ctx context.Context) ([]Change, error) {
-	tx, err := f.j.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := f.j.snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -280,6 +280,9 @@ func (ids fileIDs) check(path string) error {
 // the problems it finds: none when the journal is sound. Damage that stops
 // the check itself is returned as a problem too.
 func (j *Journal) QuickCheck(ctx context.Context) ([]string, error) {
+	if j.pg != nil {
+		return nil, nil // PostgreSQL checks its own pages (data checksums, amcheck); nothing here to add
+	}
 	rows, err := j.read.QueryContext(ctx, "PRAGMA quick_check")
 	if err != nil {
 		if kindOf(err) == ErrCorrupt {

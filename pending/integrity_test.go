@@ -88,6 +88,7 @@ func assertInFlight(t *testing.T, j *Journal, ids ...int64) {
 // "..", is the same owner to every other process: its calls stay in flight
 // while it lives.
 func TestJournalReachedBySymlinkKeepsLiveOwners(t *testing.T) {
+	sqliteOnly(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "journal.db")
 	newJournal(t, path)
@@ -125,6 +126,7 @@ func TestJournalReachedBySymlinkKeepsLiveOwners(t *testing.T) {
 // puts its lock back before its next durable commit, and no other process
 // recovers its calls.
 func TestOwnerLockRemovedUnderLiveOwner(t *testing.T) {
+	sqliteOnly(t)
 	path := filepath.Join(t.TempDir(), "journal.db")
 	newJournal(t, path)
 	_, out, stdin := startChild(t, "intents", "PENDING_DB="+path)
@@ -148,6 +150,7 @@ func TestOwnerLockRemovedUnderLiveOwner(t *testing.T) {
 
 // The same when the whole owners folder is removed.
 func TestOwnersFolderRemovedUnderLiveOwner(t *testing.T) {
+	sqliteOnly(t)
 	path := filepath.Join(t.TempDir(), "journal.db")
 	newJournal(t, path)
 	_, out, stdin := startChild(t, "intents", "PENDING_DB="+path)
@@ -165,6 +168,7 @@ func TestOwnersFolderRemovedUnderLiveOwner(t *testing.T) {
 // Two hard links of one journal would be two WAL files: refused, by either
 // name, before anything is written.
 func TestHardLinkedJournalRefused(t *testing.T) {
+	sqliteOnly(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "journal.db")
@@ -230,6 +234,7 @@ func childKeyList(t *testing.T, path string) map[string]bool {
 // reads. The next write fails, and so does every one after it; reads on the
 // connections already open go on; Close says so too.
 func TestRemovedWALFailsWrites(t *testing.T) {
+	sqliteOnly(t)
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "journal.db")
 	newJournal(t, path)
@@ -279,6 +284,7 @@ func TestRemovedWALFailsWrites(t *testing.T) {
 
 // The same for a WAL replaced by another file while open.
 func TestReplacedWALFailsWrites(t *testing.T) {
+	sqliteOnly(t)
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "journal.db")
 	newJournal(t, path)
@@ -302,6 +308,7 @@ func TestReplacedWALFailsWrites(t *testing.T) {
 // closing it, and checkpoints of every kind, reuse the same file. None of
 // it may be taken for a replaced WAL.
 func TestWALKeptAcrossOtherProcessesAndCheckpoints(t *testing.T) {
+	sqliteOnly(t)
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "journal.db")
 	newJournal(t, path)
@@ -359,6 +366,7 @@ func TestWALKeptAcrossOtherProcessesAndCheckpoints(t *testing.T) {
 // that lost part of its last page for sound (it rounds the size up to whole
 // pages) and one that lost whole pages for damaged.
 func TestTruncatedJournalRefused(t *testing.T) {
+	sqliteOnly(t)
 	for _, cut := range []int64{1000, 4096} {
 		t.Run(fmt.Sprintf("%d bytes cut", cut), func(t *testing.T) {
 			ctx := context.Background()
@@ -403,6 +411,7 @@ func TestTruncatedJournalRefused(t *testing.T) {
 }
 
 func TestQuickCheck(t *testing.T) {
+	sqliteOnly(t)
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "journal.db")
 	j := openTest(t, path)
@@ -461,6 +470,7 @@ func sqliteHeader(pages uint32) []byte {
 // mcp-confirm journal" for a SQLite file that is damaged, locked or cannot
 // be written.
 func TestOpenErrorsSayWhatTheyAre(t *testing.T) {
+	sqliteOnly(t)
 	ctx := context.Background()
 	random := func(n int) []byte {
 		b := make([]byte, n)
@@ -636,6 +646,7 @@ func copyFile(from, to string, mode fs.FileMode) error {
 // classify gives the system's errors of a full disk and a read-only file
 // system their kinds too (SQLite's own codes are met in the tests above).
 func TestClassifySystemErrors(t *testing.T) {
+	sqliteOnly(t)
 	for _, tc := range []struct {
 		errno syscall.Errno
 		want  error

@@ -109,6 +109,8 @@ type Journal struct {
 	stmts     map[string]*sql.Stmt // writer goroutine only
 	readStmts readStmts
 	onCommit  atomic.Pointer[CommitObserver]
+
+	pg *pgBackend // the PostgreSQL backend's own state; nil on SQLite (pg.go)
 }
 
 // DefaultPath is the journal path when --db is not given (SPEC §4):
@@ -148,6 +150,9 @@ func (e *NoPathError) Unwrap() error { return e.Err }
 // header says. The journal is known by its real path (symlinks resolved),
 // whatever path reached it.
 func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
+	if IsPostgres(path) {
+		return openPG(ctx, path, opts, false)
+	}
 	opts, err := opts.check(path)
 	if err != nil {
 		return nil, err
@@ -243,6 +248,9 @@ func checkFile(path string, opts Options) (string, error) {
 // this user are tightened (a change of mode, not of content). Writes
 // return ErrWriteReadOnly.
 func OpenReadOnly(ctx context.Context, path string, opts Options) (*Journal, error) {
+	if IsPostgres(path) {
+		return openPG(ctx, path, opts, true)
+	}
 	opts, err := opts.check(path)
 	if err != nil {
 		return nil, err
@@ -321,11 +329,16 @@ func (j *Journal) ReadOnly() bool { return j.readOnly }
 // Now is the journal's clock (Options.Now): the time it stamps rows with.
 func (j *Journal) Now() time.Time { return j.now() }
 
-// Path is the journal file's real path: absolute, symlinks resolved.
+// Path is the journal file's real path: absolute, symlinks resolved. On
+// PostgreSQL it is the connection as postgres://user@host:port/database,
+// without its password.
 func (j *Journal) Path() string { return j.path }
 
 // Owner is this process's liveness token, stored on the calls it sends.
 func (j *Journal) Owner() string {
+	if j.pg != nil {
+		return j.pg.ownerID()
+	}
 	if j.owner == nil {
 		return ""
 	}
@@ -350,6 +363,10 @@ func (j *Journal) Close() error {
 		return nil // closed already, or being closed by another call
 	}
 	j.closed = true
+	if j.pg != nil {
+		j.closeMu.Unlock()
+		return j.pg.close(j)
+	}
 	if j.readOnly {
 		defer j.closeMu.Unlock()
 		return j.closeHandles()

@@ -9,8 +9,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcp-confirm/mcp-confirm/internal/pgtest"
 )
 
 // testClock is a settable clock so created_at order is deterministic.
@@ -23,15 +26,72 @@ func (c *testClock) now() time.Time {
 
 func openTest(t testing.TB, path string) *Journal {
 	t.Helper()
-	if path == "" {
-		path = filepath.Join(t.TempDir(), "journal.db")
-	}
-	j, err := Open(context.Background(), path, Options{})
+	j, err := Open(context.Background(), testDB(t, path), Options{})
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
 	t.Cleanup(func() { j.Close() })
 	return j
+}
+
+// The conformance suite (issue 22): every test of this package runs
+// twice, first with its journals in SQLite files and then, when the
+// PostgreSQL server binaries are here (always under .ci/run), again with
+// each journal in a PostgreSQL database of its own. A test reaches its
+// journal through testDB (or openTest), which gives the run's backend;
+// a test of what only SQLite has (its files, their modes and locks, its
+// WAL) says so with sqliteOnly and is skipped on the second run.
+
+// testBackend is the backend of the current run: "sqlite", then "postgres".
+var testBackend = "sqlite"
+
+func runOnBothBackends(m *testing.M) int {
+	code := m.Run()
+	if code != 0 {
+		return code
+	}
+	if _, err := pgtest.BinDir(); err != nil && os.Getenv("PGTEST_REQUIRED") != "1" {
+		fmt.Printf("pending: the conformance run on PostgreSQL skipped: %v; "+
+			"install the server (apt-get install postgresql) or run .ci/run\n", err)
+		return code
+	}
+	testBackend = "postgres"
+	fmt.Println("pending: the same tests again, each journal in a PostgreSQL database")
+	return m.Run()
+}
+
+var pgByPath sync.Map // a test's journal path -> its database on the PostgreSQL run
+
+// testDB is what a test opens as the journal at path ("" for a new one in
+// a temp folder): that path on SQLite; on PostgreSQL a database of its own,
+// the same one each time the test names the same path.
+func testDB(t testing.TB, path string) string {
+	t.Helper()
+	if path == "" {
+		path = filepath.Join(t.TempDir(), "journal.db")
+	}
+	if testBackend != "postgres" {
+		return path
+	}
+	if db, ok := pgByPath.Load(path); ok {
+		return db.(string)
+	}
+	db := pgtest.Database(t)
+	pgByPath.Store(path, db)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log("(on the PostgreSQL run)")
+		}
+	})
+	return db
+}
+
+// sqliteOnly skips a test of what only SQLite has on the PostgreSQL run.
+func sqliteOnly(t testing.TB) {
+	t.Helper()
+	if testBackend == "postgres" {
+		t.Skip("a test of the SQLite backend's own files")
+	}
 }
 
 func intent(tool string, args string) Intent {
@@ -221,6 +281,7 @@ func TestLateResults(t *testing.T) {
 }
 
 func TestFilePermissions(t *testing.T) {
+	sqliteOnly(t)
 	dir := filepath.Join(t.TempDir(), "state", "mcp-confirm")
 	path := filepath.Join(dir, "journal.db")
 	openTest(t, path)
@@ -236,6 +297,7 @@ func TestFilePermissions(t *testing.T) {
 }
 
 func TestRefusesFilesThatAreNotJournals(t *testing.T) {
+	sqliteOnly(t)
 	dir := t.TempDir()
 	text := filepath.Join(dir, "notes.txt")
 	os.WriteFile(text, []byte("hello, not a database\n"), 0o600)
@@ -309,7 +371,7 @@ func fileSum(t *testing.T, path string) string {
 func TestListOrderAndKeysetPaging(t *testing.T) {
 	ctx := context.Background()
 	clk := &testClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	j, err := Open(ctx, filepath.Join(t.TempDir(), "j.db"), Options{Now: clk.now})
+	j, err := Open(ctx, testDB(t, ""), Options{Now: clk.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,6 +419,7 @@ func TestListOrderAndKeysetPaging(t *testing.T) {
 // isBusy must recognise the driver's real "database is locked", or the WAL
 // switch on a new journal fails at once instead of waiting its turn.
 func TestIsBusyKnowsSQLiteBusy(t *testing.T) {
+	sqliteOnly(t)
 	path := filepath.Join(t.TempDir(), "locked.db")
 	holder, err := sql.Open("sqlite", path)
 	if err != nil {
@@ -391,7 +454,7 @@ func TestIsBusyKnowsSQLiteBusy(t *testing.T) {
 // none panics or waits for ever.
 func TestCloseConcurrentWithWrites(t *testing.T) {
 	for round := range 20 {
-		j, err := Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), Options{})
+		j, err := Open(context.Background(), testDB(t, ""), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -464,5 +527,15 @@ func TestResendAfterRefusal(t *testing.T) {
 	}
 	if got, _ := j.Get(ctx, c.ID); got.State != StateSucceeded {
 		t.Errorf("after attempt 2 succeeded: %s", got.State)
+	}
+}
+
+// firstRunOnly runs a test on the first run only: it tests one backend's
+// parts by name (the PostgreSQL schema, its owner locks), or none, and
+// would only run the same again.
+func firstRunOnly(t testing.TB) {
+	t.Helper()
+	if testBackend == "postgres" {
+		t.Skip("runs once, on the first run")
 	}
 }

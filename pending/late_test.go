@@ -18,7 +18,7 @@ import (
 func TestLateSettleHold(t *testing.T) {
 	ctx := context.Background()
 	clock := &testClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	j, err := Open(ctx, filepath.Join(t.TempDir(), "journal.db"), Options{Now: clock.now})
+	j, err := Open(ctx, testDB(t, ""), Options{Now: clock.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +95,7 @@ func TestLateSettleHold(t *testing.T) {
 // decisions, opens as schema 3 (decisions rebuilt to allow 'ack') with
 // nothing lost, and the append-only triggers still hold.
 func TestMigrationKeepsDecisions(t *testing.T) {
+	sqliteOnly(t)
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "journal.db")
 	db, err := sql.Open("sqlite", path)

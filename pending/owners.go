@@ -163,6 +163,9 @@ func (j *Journal) Recover(ctx context.Context) ([]int64, error) {
 	if j.readOnly {
 		return nil, ErrWriteReadOnly
 	}
+	if j.pg != nil {
+		return j.pgRecover(ctx)
+	}
 	if err := j.owner.ensure(); err != nil {
 		return nil, err
 	}
@@ -195,23 +198,9 @@ func (j *Journal) Recover(ctx context.Context) ([]int64, error) {
 				continue
 			}
 			releases = append(releases, release)
-			ids, err := queryColumn[int64](ctx, c, "SELECT id FROM calls WHERE state = 'in_flight' AND owner = ?", o)
+			ids, err := j.recoverOwner(ctx, c, o, readUnrecorded(filepath.Join(ownersDir(j.path), o+".lock")), now)
 			if err != nil {
 				return err
-			}
-			notes := readUnrecorded(filepath.Join(ownersDir(j.path), o+".lock"))
-			for _, id := range ids {
-				reason := ReasonRecovered
-				if why, ok := notes[id]; ok {
-					reason = why
-				}
-				if err := loseCall(ctx, c, id, reason, "", now); err != nil {
-					return err
-				}
-				if _, err := c.ExecContext(ctx, `INSERT INTO events (at, kind, call_id, detail) VALUES (?, ?, ?, ?)`,
-					now, EventRecovery, id, "owner "+o+" gone"); err != nil {
-					return err
-				}
 			}
 			recovered = append(recovered, ids...)
 		}
@@ -225,6 +214,30 @@ func (j *Journal) Recover(ctx context.Context) ([]int64, error) {
 	}
 	j.sweepOwners()
 	return recovered, nil
+}
+
+// recoverOwner turns the in-flight calls of owner, who is gone, into
+// unknown, each with the reason its owner noted (notes) or the generic one,
+// inside a write. It returns their ids.
+func (j *Journal) recoverOwner(ctx context.Context, c *sql.Conn, owner string, notes map[int64]string, now string) ([]int64, error) {
+	ids, err := queryColumn[int64](ctx, c, "SELECT id FROM calls WHERE state = 'in_flight' AND owner = ?", owner)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		reason := ReasonRecovered
+		if why, ok := notes[id]; ok {
+			reason = why
+		}
+		if err := j.loseCall(ctx, c, id, reason, "", now); err != nil {
+			return nil, err
+		}
+		if _, err := c.ExecContext(ctx, `INSERT INTO events (at, kind, call_id, detail) VALUES (?, ?, ?, ?)`,
+			now, EventRecovery, id, "owner "+owner+" gone"); err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
 }
 
 // deadOwnerInFlight reports whether some in_flight call's owner, other
@@ -299,9 +312,9 @@ func (j *Journal) sweepOwners() {
 }
 
 // loseCall moves an in_flight call to unknown and ends its pending attempt.
-func loseCall(ctx context.Context, c *sql.Conn, id int64, reason, clock, now string) error {
+func (j *Journal) loseCall(ctx context.Context, c *sql.Conn, id int64, reason, clock, now string) error {
 	var state State
-	if err := c.QueryRowContext(ctx, "SELECT state FROM calls WHERE id = ?", id).Scan(&state); err != nil {
+	if err := c.QueryRowContext(ctx, "SELECT state FROM calls WHERE id = ?"+j.forUpdate(""), id).Scan(&state); err != nil {
 		return err
 	}
 	to, err := Transition(state, EventLost)

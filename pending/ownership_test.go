@@ -28,6 +28,7 @@ func madeJournal(t *testing.T) string {
 }
 
 func TestRefusesFilesOfAnotherUser(t *testing.T) {
+	sqliteOnly(t)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to make files owned by another user (os.Chown)")
 	}
@@ -68,6 +69,7 @@ func TestRefusesFilesOfAnotherUser(t *testing.T) {
 }
 
 func TestTightensTooOpenFilesOfThisUser(t *testing.T) {
+	sqliteOnly(t)
 	for _, mode := range []os.FileMode{0o666, 0o644} {
 		path := madeJournal(t)
 		if err := os.Chmod(path, mode); err != nil {
@@ -99,6 +101,7 @@ func TestTightensTooOpenFilesOfThisUser(t *testing.T) {
 }
 
 func TestRefusesAnOpenFolder(t *testing.T) {
+	sqliteOnly(t)
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
@@ -125,6 +128,7 @@ func TestRefusesAnOpenFolder(t *testing.T) {
 }
 
 func TestOpenReadOnlyCreatesNothing(t *testing.T) {
+	sqliteOnly(t)
 	dir := filepath.Join(t.TempDir(), "no", "dir")
 	path := filepath.Join(dir, "j.db")
 	_, err := OpenReadOnly(context.Background(), path, Options{})
@@ -163,6 +167,7 @@ func holdWriteLock(t *testing.T, path string) {
 }
 
 func TestOpensWhileAnotherHoldsTheWriteLock(t *testing.T) {
+	sqliteOnly(t)
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "journal.db")
 	j, err := Open(ctx, path, Options{})
@@ -209,6 +214,7 @@ func TestOpensWhileAnotherHoldsTheWriteLock(t *testing.T) {
 }
 
 func TestOpenReadOnlyRecoversOnlyDeadOwnersCalls(t *testing.T) {
+	sqliteOnly(t)
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "journal.db")
 	j, err := Open(ctx, path, Options{})

@@ -3,6 +3,7 @@ package pending
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -115,14 +116,14 @@ func (o *pgOwnerLock) release(ctx context.Context) error {
 
 // pgDeadOwners returns those of owners whose lock can be taken: their
 // session is gone. It takes each such lock at transaction level, inside
-// tx, so it holds them until the recovery that asked commits. tx must not
-// be on an owner lock's own connection (there its own lock would be
-// taken again, and look free).
-func pgDeadOwners(ctx context.Context, tx pgx.Tx, owners []string) ([]string, error) {
+// the transaction q is in, so it holds them until the recovery that asked
+// commits. q must not be the owner lock's own connection (there its own
+// lock would be taken again, and look free).
+func pgDeadOwners(ctx context.Context, q rowQuerier, owners []string) ([]string, error) {
 	var dead []string
 	for _, o := range owners {
 		var free bool
-		if err := tx.QueryRow(ctx, "SELECT pg_try_advisory_xact_lock($1)", pgOwnerKey(o)).Scan(&free); err != nil {
+		if err := q.QueryRowContext(ctx, "SELECT pg_try_advisory_xact_lock(?)", pgOwnerKey(o)).Scan(&free); err != nil {
 			return nil, err
 		}
 		if free {
@@ -130,4 +131,9 @@ func pgDeadOwners(ctx context.Context, tx pgx.Tx, owners []string) ([]string, er
 		}
 	}
 	return dead, nil
+}
+
+// rowQuerier is a *sql.Conn or a *sql.Tx.
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }

@@ -1,12 +1,8 @@
 package pending
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -15,11 +11,7 @@ import (
 )
 
 // The journal's schema in PostgreSQL (issue 22), as numbered migrations,
-// the second dialect beside migrations.go. This is the first part of the
-// PostgreSQL backend: its schema and its hash-chained decision log; the
-// journal type that will use them (intents, outcomes, decisions as
-// conditional transitions, advisory-lock liveness, LISTEN/NOTIFY) is the
-// next part.
+// the second dialect beside migrations.go (the backend itself: pg.go).
 //
 // The tables, columns and meanings are SQLite's, name for name, so that a
 // query reads the same on both and `journal copy` is a copy: times are the
@@ -160,6 +152,16 @@ END $$;
 CREATE TRIGGER state_counts_insert AFTER INSERT ON calls FOR EACH ROW EXECUTE FUNCTION mcp_confirm_count_states();
 CREATE TRIGGER state_counts_update AFTER UPDATE OF state ON calls FOR EACH ROW EXECUTE FUNCTION mcp_confirm_count_states();
 `,
+	// 2: the fingerprint secret (secret.go), which SQLite keeps in a file
+	// beside the journal. A team's journal has no "beside": it lives in
+	// this table of its own, apart from the calls, so that a role that may
+	// read the journal but not guess the arguments behind its fingerprints
+	// can be denied it (REVOKE SELECT ON mcp_confirm_secret FROM auditor).
+	// Hex text; meta.secret_check says which secret the journal was sealed
+	// with, as on SQLite.
+	`
+CREATE TABLE mcp_confirm_secret (secret TEXT NOT NULL);
+`,
 }
 
 // pgLockClass is the first key of every advisory lock the journal takes
@@ -229,118 +231,6 @@ func pgMigrate(ctx context.Context, db pgDB) error {
 		return err
 	}
 	return tx.Commit(ctx)
-}
-
-// pgAppendDecision inserts a decision, chained to the journal's head, and
-// moves the head to it, inside tx: in the transaction of the decision and
-// of whatever it changed. The chain's advisory lock, held until tx ends,
-// puts every decision of every process and machine in one line.
-func pgAppendDecision(ctx context.Context, tx pgx.Tx, callID int64, action Action, operator, at, note string,
-	evidence json.RawMessage, attempt int) (int64, error) {
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, $2)", pgLockClass, pgLockChain); err != nil {
-		return 0, fmt.Errorf("take the decision chain's lock: %w", err)
-	}
-	var prev string
-	var v string
-	err := tx.QueryRow(ctx, "SELECT value FROM meta WHERE name = $1", metaChainHead).Scan(&v)
-	_, h, ok := parseHead(v)
-	switch {
-	case err == nil && ok:
-		prev = h
-	case err == nil || errors.Is(err, pgx.ErrNoRows):
-		// The head record is gone or garbled (by hand): chain to the newest
-		// decision, so deciding still works; verify reports the record.
-		err = tx.QueryRow(ctx, "SELECT hash FROM decisions ORDER BY id DESC LIMIT 1").Scan(&prev)
-		if errors.Is(err, pgx.ErrNoRows) {
-			prev, err = GenesisHash, nil
-		}
-		if err != nil {
-			return 0, err
-		}
-	default:
-		return 0, err
-	}
-	var id int64
-	if err := tx.QueryRow(ctx, "SELECT coalesce(max(id), 0) + 1 FROM decisions").Scan(&id); err != nil {
-		return 0, err
-	}
-	// PostgreSQL's text holds neither invalid UTF-8 nor NUL, which SQLite
-	// keeps; they are stored as U+FFFD, and the hash is of what is stored
-	// (for invalid UTF-8 the same hash as SQLite's row: the encoding reads
-	// it so).
-	note, operator = pgText(note), pgText(operator)
-	if len(evidence) > 0 {
-		evidence = json.RawMessage(pgText(string(bytes.ToValidUTF8(evidence, []byte("\uFFFD")))))
-	}
-	row := chainRow{ID: id, CallID: callID, Action: string(action), Operator: operator, At: at, Note: note,
-		Evidence: evidence, Attempt: int64(attempt), PrevHash: prev}
-	hash, err := row.hash()
-	if err != nil {
-		return 0, err
-	}
-	var att, ev any
-	if attempt != 0 {
-		att = attempt
-	}
-	if len(evidence) > 0 {
-		ev = string(evidence)
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO decisions (id, call_id, action, operator, at, note, evidence, attempt, prev_hash, hash)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, id, callID, string(action), operator, at, note, ev, att, prev, hash); err != nil {
-		return 0, err
-	}
-	_, err = tx.Exec(ctx, `INSERT INTO meta (name, value) VALUES ($1, $2)
-		ON CONFLICT (name) DO UPDATE SET value = excluded.value`, metaChainHead, strconv.FormatInt(id, 10)+" "+hash)
-	return id, err
-}
-
-// pgVerifyChain checks the decision log of a PostgreSQL journal as
-// VerifyChain does SQLite's, in one snapshot (a read-only, repeatable-read
-// transaction).
-func pgVerifyChain(ctx context.Context, db interface {
-	BeginTx(context.Context, pgx.TxOptions) (pgx.Tx, error)
-}) (ChainReport, error) {
-	tx, err := db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return ChainReport{}, err
-	}
-	defer tx.Rollback(context.Background())
-	rows, err := tx.Query(ctx, `SELECT id, call_id, action, operator, at, note, evidence, attempt, prev_hash, hash
-		FROM decisions ORDER BY id`)
-	if err != nil {
-		return ChainReport{}, err
-	}
-	k := newChainChecker()
-	for rows.Next() {
-		var s storedRow
-		var evidence *string
-		var attempt *int64
-		if err := rows.Scan(&s.row.ID, &s.row.CallID, &s.row.Action, &s.row.Operator, &s.row.At, &s.row.Note,
-			&evidence, &attempt, &s.row.PrevHash, &s.hash); err != nil {
-			rows.Close()
-			return ChainReport{}, err
-		}
-		if evidence != nil {
-			s.row.Evidence = []byte(*evidence)
-		}
-		if attempt != nil {
-			s.row.Attempt = *attempt
-		}
-		if !k.add(s, "") {
-			break
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return ChainReport{}, err
-	}
-	var v string
-	err = tx.QueryRow(ctx, "SELECT value FROM meta WHERE name = $1", metaChainHead).Scan(&v)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return ChainReport{}, err
-	}
-	k.checkHead(v, err == nil)
-	return k.report, nil
 }
 
 // pgText is s as PostgreSQL's text can hold it: each byte of invalid UTF-8

@@ -2,6 +2,7 @@ package pending
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -52,23 +53,41 @@ func pgInsertCall(t *testing.T, db pgDB, key, state string) int64 {
 	return id
 }
 
-func pgDecide(t *testing.T, db pgDB, d chainRow) {
+// pgJournalOf is a Journal on pool's database (one per pool), for
+// decisions and verification through the journal's own code.
+func pgJournalOf(t *testing.T, pool *pgxpool.Pool) *Journal {
 	t.Helper()
-	ctx := context.Background()
-	tx, err := db.Begin(ctx)
+	if j, ok := pgJournals.Load(pool); ok {
+		return j.(*Journal)
+	}
+	j, err := Open(context.Background(), pool.Config().ConnString(), Options{SkipRecovery: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback(ctx)
-	if _, err := pgAppendDecision(ctx, tx, d.CallID, Action(d.Action), d.Operator, d.At, d.Note, d.Evidence, int(d.Attempt)); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Commit(ctx); err != nil {
+	pgJournals.Store(pool, j)
+	t.Cleanup(func() { pgJournals.Delete(pool); j.Close() })
+	return j
+}
+
+var pgJournals sync.Map // *pgxpool.Pool -> *Journal
+
+func pgDecide(t *testing.T, pool *pgxpool.Pool, d chainRow) {
+	t.Helper()
+	j := pgJournalOf(t, pool)
+	err := j.write(context.Background(), deciding, func(ctx context.Context, c *sql.Conn) error {
+		return j.appendDecision(ctx, c, d.CallID, Action(d.Action), d.Operator, d.At, d.Note, d.Evidence, int(d.Attempt))
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }
 
+func pgVerifyChain(t *testing.T, pool *pgxpool.Pool) (ChainReport, error) {
+	return pgJournalOf(t, pool).VerifyChain(context.Background())
+}
+
 func TestPGMigrate(t *testing.T) {
+	firstRunOnly(t)
 	ctx := context.Background()
 	pool := pgJournal(t)
 	var v int
@@ -108,6 +127,7 @@ func TestPGMigrate(t *testing.T) {
 }
 
 func TestPGMigrateRefuses(t *testing.T) {
+	firstRunOnly(t)
 	ctx := context.Background()
 	other, err := pgx.Connect(ctx, pgtest.Database(t))
 	if err != nil {
@@ -128,6 +148,7 @@ func TestPGMigrateRefuses(t *testing.T) {
 // TestPGSchemaRules: the rules SQLite's triggers keep hold on PostgreSQL,
 // and TRUNCATE (which fires no row trigger) is refused too.
 func TestPGSchemaRules(t *testing.T) {
+	firstRunOnly(t)
 	ctx := context.Background()
 	pool := pgJournal(t)
 	done := pgInsertCall(t, pool, "k-done", "in_flight")
@@ -138,7 +159,7 @@ func TestPGSchemaRules(t *testing.T) {
 	// U+FFFD, and hashed as stored.
 	pgDecide(t, pool, chainRow{CallID: done, Action: "note", Operator: "op\x00", At: "2026-12-05T09:00:02.000000000Z", Note: "a\x00b\xff",
 		Evidence: []byte(`{"x":"\xff"}`)})
-	if rep, err := pgVerifyChain(ctx, pool); err != nil || !rep.Intact() || rep.Decisions != 2 {
+	if rep, err := pgVerifyChain(t, pool); err != nil || !rep.Intact() || rep.Decisions != 2 {
 		t.Fatalf("after a note with NUL: %+v %v", rep, err)
 	}
 	var note string
@@ -197,9 +218,9 @@ func pgChainJournal(t *testing.T) *pgxpool.Pool {
 // TestPGChain: the same decisions make the same chain as on SQLite (one
 // encoding, one checker), and hand edits with the triggers dropped show.
 func TestPGChain(t *testing.T) {
-	ctx := context.Background()
+	firstRunOnly(t)
 	pool := pgChainJournal(t)
-	rep, err := pgVerifyChain(ctx, pool)
+	rep, err := pgVerifyChain(t, pool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +254,7 @@ func TestPGChain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pool := pgChainJournal(t)
 			pgExec(t, pool, append([]string{drop}, tc.stmts...)...)
-			rep, err := pgVerifyChain(ctx, pool)
+			rep, err := pgVerifyChain(t, pool)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -248,27 +269,29 @@ func TestPGChain(t *testing.T) {
 // eight machines) make one unbroken chain; a decision whose transaction
 // rolls back leaves no trace in it.
 func TestPGChainConcurrent(t *testing.T) {
+	firstRunOnly(t)
 	ctx := context.Background()
 	pool := pgJournal(t)
 	call := pgInsertCall(t, pool, "k-1", "unknown")
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
+	errGiveUp := errors.New("given up")
 	for g := range 8 {
+		j, err := Open(ctx, pool.Config().ConnString(), Options{SkipRecovery: true}) // as on a machine of its own
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
 		wg.Go(func() {
 			for i := range 20 {
-				tx, err := pool.Begin(ctx)
-				if err != nil {
-					errs <- err
-					return
-				}
-				_, err = pgAppendDecision(ctx, tx, call, ActionNote, fmt.Sprint("op", g), fmt.Sprintf("2026-12-05T09:%02d:%02d.000000000Z", g, i), "", nil, 0)
-				if err == nil && i%5 == 4 {
-					err = tx.Rollback(ctx) // given up: not in the chain
-				} else if err == nil {
-					err = tx.Commit(ctx)
-				}
-				if err != nil {
-					tx.Rollback(ctx)
+				err := j.write(ctx, deciding, func(ctx context.Context, c *sql.Conn) error {
+					err := j.appendDecision(ctx, c, call, ActionNote, fmt.Sprint("op", g), fmt.Sprintf("2026-12-05T09:%02d:%02d.000000000Z", g, i), "", nil, 0)
+					if err == nil && i%5 == 4 {
+						err = errGiveUp // rolled back: not in the chain
+					}
+					return err
+				})
+				if err != nil && !errors.Is(err, errGiveUp) {
 					errs <- err
 					return
 				}
@@ -280,7 +303,7 @@ func TestPGChainConcurrent(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	rep, err := pgVerifyChain(ctx, pool)
+	rep, err := pgVerifyChain(t, pool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,6 +317,7 @@ func TestPGChainConcurrent(t *testing.T) {
 // triggers, but for what only one dialect has. A migration added to one
 // list and not the other fails here.
 func TestPGSchemaMatchesSQLite(t *testing.T) {
+	sqliteOnly(t) // it compares the SQLite journal with a PostgreSQL one of its own
 	ctx := context.Background()
 	j := openTest(t, "")
 	lite := map[string]bool{}
@@ -328,6 +352,7 @@ func TestPGSchemaMatchesSQLite(t *testing.T) {
 		"column state_counts.shard":         true, // counts sharded by backend pid
 		"trigger calls_never_truncated":     true, // TRUNCATE fires no row trigger
 		"trigger decisions_never_truncated": true,
+		"column mcp_confirm_secret.secret":  true, // SQLite: the file journal.db.secret
 	}
 	if len(lite) < 50 || !lite["trigger decisions_append_only"] || !lite["index calls_late_by_fingerprint"] || !pg["column decisions.hash"] || !pg["column calls.redacted_seals"] {
 		t.Fatalf("the schemas were not read: %d SQLite and %d PostgreSQL names", len(lite), len(pg))

@@ -67,7 +67,7 @@ func (c Call) HoldsLate() bool { return c.LateSettledAt != nil && c.AckedAt == n
 // Get returns one call with its attempts and decisions, read in one
 // snapshot.
 func (j *Journal) Get(ctx context.Context, id int64) (Call, error) {
-	tx, err := j.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := j.snapshot(ctx)
 	if err != nil {
 		return Call{}, err
 	}
@@ -88,6 +88,17 @@ func (j *Journal) Get(ctx context.Context, id int64) (Call, error) {
 		return Call{}, err
 	}
 	return c, nil
+}
+
+// snapshot begins a read-only transaction that sees one state of the
+// journal throughout: SQLite's read transactions always do; PostgreSQL's
+// do at REPEATABLE READ (its default sees each statement's own).
+func (j *Journal) snapshot(ctx context.Context) (*sql.Tx, error) {
+	opts := &sql.TxOptions{ReadOnly: true}
+	if j.pg != nil {
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	return j.read.BeginTx(ctx, opts)
 }
 
 type querier interface {
@@ -157,6 +168,9 @@ func (j *Journal) cached(tx *sql.Tx) cachedTx { return cachedTx{j: j, tx: tx, mi
 // fill prepares the queries that missed the cache; call it after the
 // transaction has ended.
 func (c cachedTx) fill(ctx context.Context) {
+	if c.j.pg != nil {
+		return // pgx prepares and caches statements per connection itself
+	}
 	for _, q := range *c.missed {
 		c.j.readStmts.prepare(context.WithoutCancel(ctx), c.j.read, q)
 	}
@@ -299,7 +313,7 @@ func (j *Journal) List(ctx context.Context, f Filter) ([]Call, error) {
 // Counts returns the number of calls in each state, from the trigger-kept
 // state_counts table: constant cost on any journal size.
 func (j *Journal) Counts(ctx context.Context) (map[State]int, error) {
-	rows, err := j.read.QueryContext(ctx, "SELECT state, n FROM state_counts")
+	rows, err := j.read.QueryContext(ctx, "SELECT state, CAST(sum(n) AS BIGINT) FROM state_counts GROUP BY state")
 	if err != nil {
 		return nil, err
 	}
@@ -319,7 +333,7 @@ func (j *Journal) Counts(ctx context.Context) (map[State]int, error) {
 // Export calls fn for every call created at or after since (zero: all), in
 // creation order, each with its attempts and decisions.
 func (j *Journal) Export(ctx context.Context, since time.Time, fn func(Call) error) error {
-	tx, err := j.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := j.snapshot(ctx)
 	if err != nil {
 		return err
 	}
@@ -403,8 +417,14 @@ func queryColumn[T any](ctx context.Context, c *sql.Conn, q string, args ...any)
 // first: the console's "needs attention" list. It reads only the partial
 // index of such calls, so it costs the same on any journal size.
 func (j *Journal) HoldingLate(ctx context.Context) ([]Call, error) {
-	rows, err := j.read.QueryContext(ctx, "SELECT "+callColumns+
-		" FROM calls INDEXED BY calls_late_by_fingerprint WHERE late_settled_at <> '' AND acked_at = '' ORDER BY created_at, id")
+	// SQLite's planner, left alone, scans calls; PostgreSQL's finds the
+	// partial index itself (and has no INDEXED BY).
+	from := " FROM calls INDEXED BY calls_late_by_fingerprint"
+	if j.pg != nil {
+		from = " FROM calls"
+	}
+	rows, err := j.read.QueryContext(ctx, "SELECT "+callColumns+from+
+		" WHERE late_settled_at <> '' AND acked_at = '' ORDER BY created_at, id")
 	if err != nil {
 		return nil, err
 	}

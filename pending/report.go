@@ -2,7 +2,6 @@ package pending
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"sort"
 	"time"
@@ -67,7 +66,7 @@ func newReportRow() ReportRow {
 // Report reads, in one snapshot, the calls created at or after since.
 func (j *Journal) Report(ctx context.Context, since time.Time) (Report, error) {
 	rep := Report{Since: since.UTC(), Until: j.now().UTC()}
-	tx, err := j.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := j.snapshot(ctx)
 	if err != nil {
 		return rep, err
 	}

@@ -10,7 +10,7 @@ import (
 func TestReport(t *testing.T) {
 	ctx := context.Background()
 	clock := &testClock{t: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
-	j, err := Open(ctx, t.TempDir()+"/journal.db", Options{Now: clock.now})
+	j, err := Open(ctx, testDB(t, ""), Options{Now: clock.now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,9 +127,13 @@ func (j *Journal) bindSecret(ctx context.Context) error {
 // useSecret accepts secret if it is the one check was made with.
 func (j *Journal) useSecret(secret []byte, check string) error {
 	if !hmac.Equal([]byte(seal(secret, secretCheckInput)), []byte(check)) {
+		where := pgSecretWhere
+		if j.pg == nil {
+			where = secretPath(j.path)
+		}
 		return &typedError{kind: ErrSecretMismatch, msg: fmt.Sprintf(
 			"the journal's fingerprint secret %s is not the one the journal was sealed with (replaced or restored from another journal)",
-			secretPath(j.path))}
+			where)}
 	}
 	j.secret = secret
 	return nil

@@ -52,6 +52,7 @@ func childSeal(path string) {
 // form: a file, WAL and all, in which the bare fingerprint of every
 // candidate CVV is looked for finds none, though the redacted call is there.
 func TestJournalAloneDoesNotRevealTheFingerprint(t *testing.T) {
+	sqliteOnly(t)
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "journal.db")
 	j := openTest(t, path)
@@ -98,7 +99,7 @@ func TestSecretSharedAcrossProcesses(t *testing.T) {
 		var seals []string
 		var outs []interface{ ReadString(byte) (string, error) }
 		for range 4 {
-			_, out, _ := startChild(t, "seal", "PENDING_DB="+path)
+			_, out, _ := startChild(t, "seal", "PENDING_DB="+testDB(t, path))
 			outs = append(outs, out)
 		}
 		for _, out := range outs {
@@ -116,12 +117,12 @@ func TestSecretSharedAcrossProcesses(t *testing.T) {
 		}
 	}
 	path := filepath.Join(t.TempDir(), "journal.db")
-	_, out, _ := startChild(t, "intent", "PENDING_DB="+path)
+	_, out, _ := startChild(t, "intent", "PENDING_DB="+testDB(t, path))
 	first, err := out.ReadString('\n')
 	if err != nil || !strings.HasPrefix(first, "recorded ") {
 		t.Fatalf("first process: %q %v", first, err)
 	}
-	_, out, _ = startChild(t, "hold", "PENDING_DB="+path)
+	_, out, _ = startChild(t, "hold", "PENDING_DB="+testDB(t, path))
 	second, err := out.ReadString('\n')
 	if want := "held " + strings.TrimPrefix(first, "recorded "); err != nil || second != want {
 		t.Fatalf("second process: %q %v, want %q", second, err, want)
@@ -131,6 +132,7 @@ func TestSecretSharedAcrossProcesses(t *testing.T) {
 // A journal whose secret file is gone, or is another journal's, is refused
 // (and not re-sealed under a new secret, which would end every hold).
 func TestMissingOrWrongSecretIsRefused(t *testing.T) {
+	sqliteOnly(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "journal.db")
@@ -171,6 +173,7 @@ func TestMissingOrWrongSecretIsRefused(t *testing.T) {
 // A journal of schema 3 (bare fingerprints, no secret) is sealed on its
 // first writing open, and its open calls still hold identical ones back.
 func TestOldJournalIsSealedAndStillHolds(t *testing.T) {
+	sqliteOnly(t)
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "journal.db")
 	if err := createFile(path); err != nil {

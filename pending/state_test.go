@@ -8,6 +8,7 @@ import (
 // The whole table of SPEC §3, written out independently of the map in
 // state.go: every (state, event) pair, allowed or refused.
 func TestTransitionTable(t *testing.T) {
+	firstRunOnly(t)
 	allowed := map[[2]string]State{
 		{"in_flight", "succeeded"}: StateSucceeded,
 		{"in_flight", "failed"}:    StateFailed,
@@ -39,6 +40,7 @@ func TestTransitionTable(t *testing.T) {
 }
 
 func TestMoreCautious(t *testing.T) {
+	firstRunOnly(t)
 	cases := []struct {
 		stored, fresh Kind
 		want          Kind
@@ -91,6 +93,7 @@ func FuzzTransition(f *testing.F) {
 
 // Allows agrees with Transition for every state and event.
 func TestAllowsAgreesWithTransition(t *testing.T) {
+	firstRunOnly(t)
 	for _, s := range States {
 		for _, ev := range []Event{EventSucceeded, EventFailed, EventLost, EventRetry, EventMark, EventAbandon} {
 			_, err := Transition(s, ev)

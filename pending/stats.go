@@ -40,7 +40,7 @@ type Durations struct {
 
 // Stats reads the summary in one snapshot.
 func (j *Journal) Stats(ctx context.Context) (Stats, error) {
-	tx, err := j.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := j.snapshot(ctx)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -134,6 +134,9 @@ type versionConn struct {
 // this process or another, commits to the journal. Watchers poll it cheaply
 // (one PRAGMA, no table read) and reload only when it moves.
 func (j *Journal) DataVersion(ctx context.Context) (int64, error) {
+	if j.pg != nil {
+		return j.pg.dataVersion(), nil
+	}
 	j.version.mu.Lock()
 	defer j.version.mu.Unlock()
 	if j.version.conn == nil {
@@ -156,7 +159,7 @@ func (j *Journal) OldestUnknown(ctx context.Context) (id int64, since time.Time,
 	err = j.read.QueryRowContext(ctx, `SELECT id, since FROM (
 			SELECT c.id, coalesce((SELECT max(a.ended_at) FROM attempts a WHERE a.call_id = c.id), c.created_at) AS since
 			FROM calls c WHERE c.state = 'unknown'
-		) ORDER BY since, id LIMIT 1`).Scan(&id, &at)
+		) AS u ORDER BY since, id LIMIT 1`).Scan(&id, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, time.Time{}, false, nil
 	}

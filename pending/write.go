@@ -97,6 +97,9 @@ func (j *Journal) RecordIntent(ctx context.Context, in Intent) (Call, error) {
 	ts := formatTime(now)
 	var id int64
 	err := j.write(ctx, durable, func(ctx context.Context, c *sql.Conn) error {
+		if err := j.lockIntents(ctx, c, in.Server, in.Tool); err != nil {
+			return err
+		}
 		var other int64
 		var state State
 		var fp string
@@ -113,19 +116,16 @@ func (j *Journal) RecordIntent(ctx context.Context, in Intent) (Call, error) {
 				return err
 			}
 		}
-		res, err := j.exec(ctx, c, `INSERT INTO calls (server, server_alias, server_identity, tool, kind, kind_source,
+		err = j.queryRow(ctx, c, `INSERT INTO calls (server, server_alias, server_identity, tool, kind, kind_source,
 			key, args, fingerprint, redacted_seals, state, owner, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'in_flight', ?, ?, ?)`,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'in_flight', ?, ?, ?) RETURNING id`,
 			in.Server, in.ServerAlias, string(in.ServerIdentity), in.Tool, in.Kind, in.KindSource, in.Key,
-			string(in.Args), in.Fingerprint, strings.Join(seals, " "), j.owner.id, ts, ts)
+			string(in.Args), in.Fingerprint, strings.Join(seals, " "), j.Owner(), ts, ts).Scan(&id)
 		if err != nil {
 			return err
 		}
-		if id, err = res.LastInsertId(); err != nil {
-			return err
-		}
 		_, err = j.exec(ctx, c, "INSERT INTO attempts (call_id, n, session, owner, sent_at) VALUES (?, 1, ?, ?, ?)",
-			id, in.Session, j.owner.id, ts)
+			id, in.Session, j.Owner(), ts)
 		return err
 	})
 	if err != nil {
@@ -135,7 +135,7 @@ func (j *Journal) RecordIntent(ctx context.Context, in Intent) (Call, error) {
 		ID: id, State: StateInFlight, Server: in.Server, ServerAlias: in.ServerAlias, ServerIdentity: in.ServerIdentity,
 		Tool: in.Tool,
 		Kind: in.Kind, KindSource: in.KindSource, Key: in.Key, Args: in.Args, Fingerprint: in.Fingerprint,
-		RedactedSeals: seals, CreatedAt: now, UpdatedAt: now, Owner: j.owner.id, AttemptCount: 1,
+		RedactedSeals: seals, CreatedAt: now, UpdatedAt: now, Owner: j.Owner(), AttemptCount: 1,
 		Attempts: []Attempt{{N: 1, Session: in.Session, SentAt: now, Outcome: OutcomePending}},
 	}, nil
 }
@@ -297,10 +297,10 @@ func (j *Journal) ResendAfterRefusal(ctx context.Context, callID int64, n int, o
 			return err
 		}
 		if _, err := j.exec(ctx, c, "INSERT INTO attempts (call_id, n, session, owner, sent_at) VALUES (?, ?, ?, ?, ?)",
-			callID, n+1, session, j.owner.id, ts); err != nil {
+			callID, n+1, session, j.Owner(), ts); err != nil {
 			return err
 		}
-		if _, err := j.exec(ctx, c, "UPDATE calls SET reason = '', owner = ?, updated_at = ? WHERE id = ?", j.owner.id, ts, callID); err != nil {
+		if _, err := j.exec(ctx, c, "UPDATE calls SET reason = '', owner = ?, updated_at = ? WHERE id = ?", j.Owner(), ts, callID); err != nil {
 			return err
 		}
 		_, err = j.exec(ctx, c, "INSERT INTO events (at, kind, call_id, detail) VALUES (?, ?, ?, ?)",
@@ -407,11 +407,11 @@ func (j *Journal) Retry(ctx context.Context, callID int64, in RetryInput) (Call,
 	now := j.now().UTC()
 	ts := formatTime(now)
 	var n int
-	err := j.write(ctx, durable, func(ctx context.Context, c *sql.Conn) error {
+	err := j.write(ctx, deciding, func(ctx context.Context, c *sql.Conn) error {
 		var state State
 		var kind Kind
 		var src KindSource
-		err := j.queryRow(ctx, c, "SELECT state, kind, kind_source FROM calls WHERE id = ?", callID).Scan(&state, &kind, &src)
+		err := j.queryRow(ctx, c, "SELECT state, kind, kind_source FROM calls WHERE id = ?"+j.forUpdate(""), callID).Scan(&state, &kind, &src)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("call %d: %w", callID, ErrNoSuchCall)
 		}
@@ -429,11 +429,11 @@ func (j *Journal) Retry(ctx context.Context, callID int64, in RetryInput) (Call,
 			return err
 		}
 		if _, err := j.exec(ctx, c, "INSERT INTO attempts (call_id, n, session, owner, sent_at) VALUES (?, ?, ?, ?, ?)",
-			callID, n, in.Session, j.owner.id, ts); err != nil {
+			callID, n, in.Session, j.Owner(), ts); err != nil {
 			return err
 		}
 		if _, err := j.exec(ctx, c, `UPDATE calls SET state = ?, reason = '', owner = ?, kind = ?, kind_source = ?,
-			updated_at = ? WHERE id = ?`, to, j.owner.id, kind, src, ts, callID); err != nil {
+			updated_at = ? WHERE id = ?`, to, j.Owner(), kind, src, ts, callID); err != nil {
 			return err
 		}
 		return j.appendDecision(ctx, c, callID, ActionRetry, in.Operator, ts, in.Note, in.Evidence, n)
@@ -479,9 +479,9 @@ func (j *Journal) Decide(ctx context.Context, callID int64, in DecisionInput) er
 		return errors.New("decision without an operator")
 	}
 	ts := formatTime(j.now())
-	return j.write(ctx, durable, func(ctx context.Context, c *sql.Conn) error {
+	return j.write(ctx, deciding, func(ctx context.Context, c *sql.Conn) error {
 		var state State
-		err := j.queryRow(ctx, c, "SELECT state FROM calls WHERE id = ?", callID).Scan(&state)
+		err := j.queryRow(ctx, c, "SELECT state FROM calls WHERE id = ?"+j.forUpdate(""), callID).Scan(&state)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("call %d: %w", callID, ErrNoSuchCall)
 		}
@@ -531,7 +531,7 @@ func nullJSON(b json.RawMessage) any {
 // number and attempt n's outcome.
 func (j *Journal) attemptState(ctx context.Context, c *sql.Conn, callID int64, n int) (state State, newest int, outcome AttemptOutcome, err error) {
 	err = j.queryRow(ctx, c, `SELECT c.state, (SELECT max(n) FROM attempts WHERE call_id = c.id), a.outcome
-		FROM calls c JOIN attempts a ON a.call_id = c.id AND a.n = ? WHERE c.id = ?`, n, callID).Scan(&state, &newest, &outcome)
+		FROM calls c JOIN attempts a ON a.call_id = c.id AND a.n = ? WHERE c.id = ?`+j.forUpdate("c"), n, callID).Scan(&state, &newest, &outcome)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = fmt.Errorf("call %d attempt %d: %w", callID, n, ErrNoSuchCall)
 	}
@@ -547,10 +547,10 @@ func (j *Journal) Ack(ctx context.Context, callID int64, operator, note string) 
 		return errors.New("ack without an operator")
 	}
 	ts := formatTime(j.now())
-	return j.write(ctx, durable, func(ctx context.Context, c *sql.Conn) error {
+	return j.write(ctx, deciding, func(ctx context.Context, c *sql.Conn) error {
 		var state State
 		var lateAt, ackedAt string
-		err := j.queryRow(ctx, c, "SELECT state, late_settled_at, acked_at FROM calls WHERE id = ?", callID).
+		err := j.queryRow(ctx, c, "SELECT state, late_settled_at, acked_at FROM calls WHERE id = ?"+j.forUpdate(""), callID).
 			Scan(&state, &lateAt, &ackedAt)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("call %d: %w", callID, ErrNoSuchCall)

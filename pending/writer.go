@@ -16,6 +16,9 @@ type durability int
 const (
 	lazy durability = iota
 	durable
+	// deciding is durable, for a write that appends to the decision chain:
+	// on PostgreSQL such writes queue for the chain before they begin.
+	deciding
 )
 
 // writeReq is one unit of work for the writer goroutine. fn runs inside a
@@ -46,6 +49,12 @@ func (j *Journal) write(ctx context.Context, sync durability, fn func(ctx contex
 		j.closeMu.RUnlock()
 		return ErrClosed
 	}
+	if j.pg != nil {
+		j.pg.writes.Add(1) // Close waits for it
+		j.closeMu.RUnlock()
+		defer j.pg.writes.Done()
+		return j.pg.write(ctx, j, sync, fn)
+	}
 	j.writes <- req // never closed while a reader lock is held
 	j.closeMu.RUnlock()
 	return <-req.done
@@ -75,7 +84,7 @@ func (j *Journal) writer() {
 		}
 		level := lazy
 		for _, r := range batch {
-			if r.sync == durable {
+			if r.sync >= durable {
 				level = durable
 			}
 		}
@@ -193,6 +202,9 @@ func fail(batch []*writeReq, err error) {
 // cache of prepared statements: parsing SQL was a fifth of an intent's cost.
 // Only the writer goroutine calls them, so the cache needs no lock.
 func (j *Journal) exec(ctx context.Context, c *sql.Conn, query string, args ...any) (sql.Result, error) {
+	if j.pg != nil { // many writers at once; pgx caches each connection's statements itself
+		return c.ExecContext(ctx, query, args...)
+	}
 	st, err := j.prepared(ctx, c, query)
 	if err != nil {
 		return nil, err
@@ -201,6 +213,9 @@ func (j *Journal) exec(ctx context.Context, c *sql.Conn, query string, args ...a
 }
 
 func (j *Journal) queryRow(ctx context.Context, c *sql.Conn, query string, args ...any) *sql.Row {
+	if j.pg != nil {
+		return c.QueryRowContext(ctx, query, args...)
+	}
 	st, err := j.prepared(ctx, c, query)
 	if err != nil {
 		return c.QueryRowContext(ctx, query, args...) // reports the same error through Scan

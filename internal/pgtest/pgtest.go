@@ -58,8 +58,12 @@ var (
 )
 
 // Main runs the tests and then stops the cluster, if one was started.
-func Main(m *testing.M) int {
-	code := m.Run()
+func Main(m *testing.M) int { return Finish(m.Run()) }
+
+// Finish stops the cluster, if one was started, and returns code, or 1
+// when code was 0 and the cluster did not stop cleanly: for a TestMain
+// that runs the tests more than once.
+func Finish(code int) int {
 	mu.Lock()
 	c := current
 	current = nil

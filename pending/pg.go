@@ -1,0 +1,527 @@
+package pending
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	mrand "math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// The journal on PostgreSQL (issue 22): a team's journal, written by
+// proxies and consoles on many machines. The operations (write.go,
+// read.go, chain.go) are the same code on both backends; what differs
+// lives here and in pgschema.go, pgowners.go and pgdriver.go:
+//
+//   - Writes. SQLite has one writer at a time (BEGIN IMMEDIATE), which is
+//     what makes each operation's read-check-write (the resend hold, the
+//     key check, a decision's state check) safe. On PostgreSQL each write
+//     is a READ COMMITTED transaction of its own, and the reads it decides
+//     on take locks instead, so that each sees the last committed word:
+//     an intent takes a transaction lock on its (server, tool), under which
+//     the key check and the hold run (two proxies sending the identical
+//     write at once: one sends, the other is held); an operation on a call
+//     reads its state FOR UPDATE (two operators deciding one call: one
+//     wins, the other is refused by the state machine); a decision queues
+//     on the chain's lock before it begins. (SERIALIZABLE did the same
+//     without the locks, and under two processes' intents lost to
+//     predicate-lock conflicts a dozen times running.) There is no group
+//     commit in the process: concurrent writes commit on connections of
+//     their own, and PostgreSQL groups their WAL flushes itself.
+//   - Durability. An intent or a decision commits with synchronous_commit
+//     on (a flush, on the standby too where one is configured); an outcome
+//     with it off, as SQLite's outcome uses synchronous=NORMAL: a crash of
+//     the server may lose the outcome, and the call recovers as unknown.
+//   - Liveness. Each process holds an advisory lock keyed by its owner id
+//     for as long as it lives (pgowners.go); an in-flight call is
+//     recovered as unknown only once its owner's lock can be taken.
+//   - Change notices. Every write sends NOTIFY inside its transaction
+//     (delivered at commit); DataVersion counts the notices a listening
+//     connection receives, and moves on each reconnect too, because
+//     notices sent while it was away are not replayed.
+//   - The fingerprint secret lives in the table mcp_confirm_secret, apart
+//     from the calls (see pgMigrations).
+
+// IsPostgres reports whether db names a PostgreSQL journal rather than a
+// SQLite file: a postgres:// or postgresql:// URL, or a libpq key/value
+// string ("host=/run/postgresql dbname=team").
+func IsPostgres(db string) bool {
+	if strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") {
+		return true
+	}
+	key, _, ok := strings.Cut(strings.TrimSpace(db), "=")
+	return ok && pgKeywords[strings.TrimSpace(key)]
+}
+
+// pgKeywords are libpq's connection keywords that begin a key/value string.
+var pgKeywords = map[string]bool{
+	"host": true, "hostaddr": true, "port": true, "dbname": true, "user": true, "password": true,
+	"passfile": true, "service": true, "sslmode": true, "connect_timeout": true, "application_name": true,
+	"sslrootcert": true, "sslcert": true, "sslkey": true, "options": true, "target_session_attrs": true,
+}
+
+const (
+	pgPoolSize     = 16               // connections for reads and writes together
+	pgMaxTries     = 12               // runs of one write that lost to a concurrent one
+	pgWriteTimeout = 30 * time.Second // bounds a write on a server that stopped answering
+	pgChannel      = "mcp_confirm"    // the NOTIFY channel
+	pgLockSecret   = 2                // (pgLockClass, 2): making the secret
+	pgLockIntents  = pgLockClass + 1  // (pgLockIntents, hash of server and tool)
+)
+
+// pgBackend is the PostgreSQL backend's state of an open Journal.
+type pgBackend struct {
+	conn   string // as given (it may hold a password): for the owner lock's reconnects
+	config *pgx.ConnConfig
+
+	ownerMu sync.Mutex // the owner lock's connection runs one query at a time
+	owner   *pgOwnerLock
+	writes  sync.WaitGroup // writes under way, which Close waits for
+
+	listenOnce sync.Once
+	version    atomic.Int64
+	stopListen context.CancelFunc
+	listenDone chan struct{}
+}
+
+func (p *pgBackend) ownerID() string {
+	if p.owner == nil {
+		return ""
+	}
+	return p.owner.id
+}
+
+// pgName is how a PostgreSQL journal is named in messages and by Path:
+// without its password.
+func pgName(c *pgx.ConnConfig) string {
+	host := c.Host
+	if strings.HasPrefix(host, "/") {
+		host = "[" + host + "]" // a socket folder
+	}
+	return fmt.Sprintf("postgres://%s@%s:%d/%s", c.User, host, c.Port, c.Database)
+}
+
+// openPG is Open (or OpenReadOnly) of a PostgreSQL journal.
+func openPG(ctx context.Context, conn string, opts Options, readOnly bool) (*Journal, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.BusyTimeout == 0 {
+		opts.BusyTimeout = 10 * time.Second
+	}
+	config, err := pgx.ParseConfig(conn)
+	if err != nil {
+		var pe *pgconn.ParseConfigError
+		if errors.As(err, &pe) && errors.Unwrap(pe) != nil {
+			err = errors.Unwrap(pe) // the text of pe may echo a password
+		}
+		return nil, fmt.Errorf("open journal: the PostgreSQL connection string is not valid: %v", err)
+	}
+	if config.ConnectTimeout == 0 {
+		config.ConnectTimeout = opts.BusyTimeout
+	}
+	name := pgName(config)
+	refuse := func(what string, err error) (*Journal, error) {
+		return nil, fmt.Errorf("open journal %s: %s%w", name, what, err)
+	}
+	c, err := pgx.ConnectConfig(ctx, config)
+	if err != nil {
+		return refuse("connect: ", err)
+	}
+	if readOnly {
+		err = pgCheckSchema(ctx, c)
+	} else {
+		err = pgMigrate(ctx, c)
+	}
+	c.Close(context.Background())
+	if err != nil {
+		return refuse("", err)
+	}
+	j := &Journal{path: name, now: opts.Now, readOnly: readOnly, done: make(chan struct{}),
+		pg: &pgBackend{conn: conn, config: config}}
+	close(j.done)
+	j.read = openPGDB(config, pgPoolSize)
+	j.wdb = j.read
+	ok := false
+	defer func() {
+		if !ok {
+			j.pg.close(j)
+		}
+	}()
+	if readOnly {
+		if !opts.SkipRecovery {
+			dead, err := j.pgDeadOwnerInFlight(ctx)
+			if err != nil {
+				return refuse("", err)
+			}
+			if dead { // a read must show what is true: recover, by a brief writing open
+				w, err := openPG(ctx, conn, opts, false)
+				if err != nil {
+					return nil, err
+				}
+				if err := w.Close(); err != nil {
+					return refuse("", err)
+				}
+			}
+		}
+		ok = true
+		return j, nil
+	}
+	if err := j.pgBindSecret(ctx); err != nil {
+		return refuse("", err)
+	}
+	if j.pg.owner, err = acquirePGOwner(ctx, conn); err != nil {
+		return refuse("", err)
+	}
+	if !opts.SkipRecovery {
+		if j.recovered, err = j.Recover(ctx); err != nil {
+			return refuse("recover: ", err)
+		}
+	}
+	ok = true
+	return j, nil
+}
+
+// pgCheckSchema is OpenReadOnly's check: a journal of this build's schema,
+// which a read does not create or upgrade.
+func pgCheckSchema(ctx context.Context, c *pgx.Conn) error {
+	var marked bool
+	if err := c.QueryRow(ctx, "SELECT to_regclass('mcp_confirm_schema') IS NOT NULL").Scan(&marked); err != nil {
+		return err
+	}
+	if !marked {
+		return &typedError{kind: ErrNoJournal, msg: "no journal in this database (it has no mcp_confirm_schema table); a read command creates none"}
+	}
+	var version int
+	if err := c.QueryRow(ctx, "SELECT version FROM mcp_confirm_schema").Scan(&version); err != nil {
+		return err
+	}
+	switch {
+	case version > len(pgMigrations):
+		return fmt.Errorf("%w (schema %d, this build knows %d): upgrade mcp-confirm", ErrNewerSchema, version, len(pgMigrations))
+	case version < len(pgMigrations):
+		return &typedError{kind: ErrNeedsMigration, msg: fmt.Sprintf(
+			"the journal has schema %d and this build reads %d; a read command does not upgrade it: "+
+				"run a writing command (the console, call, note) on it once", version, len(pgMigrations))}
+	}
+	return nil
+}
+
+// write runs fn in a transaction of its own, again from the start when it
+// lost to a concurrent one (a deadlock), and commits it. Once begun it is
+// seen through whatever ctx does, as a write queued on SQLite is: a
+// caller never walks away from a row that may yet be committed.
+func (p *pgBackend) write(ctx context.Context, j *Journal, level durability, fn func(context.Context, *sql.Conn) error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pgWriteTimeout)
+	defer cancel()
+	for try := 1; ; try++ {
+		began := time.Now()
+		committing, err := p.tx(ctx, j, level, fn)
+		if obs := j.onCommit.Load(); obs != nil && committing {
+			(*obs)(level >= durable, time.Since(began), err)
+		}
+		if !pgRetryable(err) || try == pgMaxTries {
+			return err
+		}
+		// Back off a little, at random, so that the two do not meet again.
+		time.Sleep(time.Duration(mrand.IntN(1<<min(try, 6))) * time.Millisecond)
+	}
+}
+
+// tx is one run of write; committing says it got as far as COMMIT.
+func (p *pgBackend) tx(ctx context.Context, j *Journal, level durability, fn func(context.Context, *sql.Conn) error) (committing bool, err error) {
+	c, err := j.wdb.Conn(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer c.Close()
+	if level == deciding {
+		// Every decision reads and moves the chain's head: two at once
+		// cannot both commit, and sixteen at once would mostly run again.
+		// They queue on the chain's advisory lock instead, taken before the
+		// transaction's snapshot so that each sees the one before it.
+		if _, err := c.ExecContext(ctx, "SELECT pg_advisory_lock(?, ?)", pgLockClass, pgLockChain); err != nil {
+			return false, fmt.Errorf("wait for the decision chain: %w", err)
+		}
+		defer c.ExecContext(context.Background(), "SELECT pg_advisory_unlock(?, ?)", pgLockClass, pgLockChain)
+	}
+	if _, err := c.ExecContext(ctx, "BEGIN"); err != nil {
+		return false, fmt.Errorf("begin: %w", err)
+	}
+	ended := false
+	defer func() {
+		if !ended {
+			_, _ = c.ExecContext(context.Background(), "ROLLBACK")
+		}
+	}()
+	if level == lazy {
+		if _, err := c.ExecContext(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+			return false, err
+		}
+	}
+	if err := runGuarded(ctx, c, fn); err != nil {
+		return false, err
+	}
+	if level >= durable {
+		if err := p.ensureOwner(ctx); err != nil {
+			return false, err
+		}
+	}
+	if _, err := c.ExecContext(ctx, "SELECT pg_notify('"+pgChannel+"', '')"); err != nil {
+		return false, err
+	}
+	ended = true
+	err = c.Raw(func(dc any) error {
+		// database/sql hides COMMIT's reply, and PostgreSQL answers COMMIT
+		// of a transaction a statement failed in with ROLLBACK, not an
+		// error: an intent would seem committed that is not.
+		tag, err := dc.(*pgConn).Conn.Conn().Exec(ctx, "COMMIT")
+		if err == nil && tag.String() != "COMMIT" {
+			err = fmt.Errorf("the server rolled the transaction back (%s)", tag)
+		}
+		return err
+	})
+	if err != nil {
+		return true, fmt.Errorf("commit: %w", err)
+	}
+	return true, nil
+}
+
+// forUpdate is the clause that locks the rows a write's read decides on
+// (of table alias, when the query joins): PostgreSQL's FOR UPDATE; on
+// SQLite nothing, whose writes are one at a time and which has no such
+// clause.
+func (j *Journal) forUpdate(alias string) string {
+	switch {
+	case j.pg == nil:
+		return ""
+	case alias != "":
+		return " FOR UPDATE OF " + alias
+	}
+	return " FOR UPDATE"
+}
+
+// lockIntents makes concurrent intents for one (server, tool) take turns,
+// on PostgreSQL, until the transaction ends: the key check and the resend
+// hold are both within a (server, tool), and must see each other's rows.
+func (j *Journal) lockIntents(ctx context.Context, c *sql.Conn, server, tool string) error {
+	if j.pg == nil {
+		return nil
+	}
+	h := fnv.New32a()
+	h.Write([]byte(server + "\x00" + tool))
+	_, err := j.exec(ctx, c, "SELECT pg_advisory_xact_lock(?, ?)", pgLockIntents, int32(h.Sum32()))
+	return err
+}
+
+// runGuarded runs fn, turning a panic into an error so that the
+// transaction is rolled back and the connection given back.
+func runGuarded(ctx context.Context, c *sql.Conn, fn func(context.Context, *sql.Conn) error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("journal write panicked: %v", p)
+		}
+	}()
+	return fn(ctx, c)
+}
+
+// pgRetryable: the transaction lost to a concurrent one (a deadlock, a
+// serialization failure) and ran nothing that lasts; run it again.
+func pgRetryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// ensureOwner is checked before every durable commit: this process's
+// liveness lock must still be held. A lost one is taken again on a new
+// connection; until then nothing is committed, so nothing is sent.
+func (p *pgBackend) ensureOwner(ctx context.Context) error {
+	p.ownerMu.Lock()
+	defer p.ownerMu.Unlock()
+	err := p.owner.ensure(ctx)
+	if !errors.Is(err, ErrOwnerLockLost) {
+		return err
+	}
+	if rerr := p.owner.reacquire(ctx, p.conn); rerr != nil {
+		return fmt.Errorf("%w; nothing was recorded or sent (%v)", err, rerr)
+	}
+	// Taken again. Another process may have recovered this owner's calls
+	// meanwhile: what comes back for them is recorded as a late answer.
+	return nil
+}
+
+func (p *pgBackend) close(j *Journal) error {
+	p.writes.Wait()
+	p.listenOnce.Do(func() {}) // no listener starts after this
+	if p.stopListen != nil {
+		p.stopListen()
+		<-p.listenDone
+	}
+	var errs []error
+	if j.read != nil {
+		errs = append(errs, j.read.Close())
+	}
+	if p.owner != nil {
+		p.ownerMu.Lock()
+		errs = append(errs, p.owner.release(context.Background()))
+		p.ownerMu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+// dataVersion is DataVersion on PostgreSQL: the count of change notices
+// (and reconnects) the listening connection has seen. The listener starts
+// on first use.
+func (p *pgBackend) dataVersion() int64 {
+	p.listenOnce.Do(p.listen)
+	return p.version.Load()
+}
+
+func (p *pgBackend) listen() {
+	ctx, cancel := context.WithCancel(context.Background())
+	p.stopListen, p.listenDone = cancel, make(chan struct{})
+	go func() {
+		defer close(p.listenDone)
+		for ctx.Err() == nil {
+			conn, err := pgx.ConnectConfig(ctx, p.config)
+			if err == nil {
+				if _, err = conn.Exec(ctx, "LISTEN "+pgChannel); err == nil {
+					p.version.Add(1) // what was missed while away is re-read
+					for err == nil {
+						if _, err = conn.WaitForNotification(ctx); err == nil {
+							p.version.Add(1)
+						}
+					}
+				}
+				conn.Close(context.Background())
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}()
+}
+
+// pgRecover is Recover on PostgreSQL: in one write, the in-flight calls of
+// every owner whose liveness lock can be taken (its session is gone)
+// become unknown. The locks taken stay held until that write commits, so
+// an owner cannot come back half way through.
+func (j *Journal) pgRecover(ctx context.Context) ([]int64, error) {
+	var recovered []int64
+	err := j.write(ctx, durable, func(ctx context.Context, c *sql.Conn) error {
+		recovered = nil
+		owners, err := queryColumn[string](ctx, c,
+			"SELECT DISTINCT owner FROM calls WHERE state = 'in_flight' AND owner <> ?", j.Owner())
+		if err != nil {
+			return err
+		}
+		dead, err := pgDeadOwners(ctx, c, owners)
+		if err != nil {
+			return err
+		}
+		now := formatTime(j.now())
+		for _, o := range dead {
+			ids, err := j.recoverOwner(ctx, c, o, nil, now)
+			if err != nil {
+				return err
+			}
+			recovered = append(recovered, ids...)
+		}
+		return nil
+	})
+	return recovered, err
+}
+
+// pgDeadOwnerInFlight reports whether an in-flight call's owner is gone,
+// without writing (OpenReadOnly's look).
+func (j *Journal) pgDeadOwnerInFlight(ctx context.Context) (bool, error) {
+	tx, err := j.read.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, "SELECT DISTINCT owner FROM calls WHERE state = 'in_flight'")
+	if err != nil {
+		return false, err
+	}
+	var owners []string
+	for rows.Next() {
+		var o string
+		if err := rows.Scan(&o); err != nil {
+			rows.Close()
+			return false, err
+		}
+		owners = append(owners, o)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return false, err
+	}
+	dead, err := pgDeadOwners(ctx, tx, owners)
+	return len(dead) > 0, err
+}
+
+// pgSecretWhere names where a PostgreSQL journal keeps its secret.
+const pgSecretWhere = "(the table mcp_confirm_secret)"
+
+// pgBindSecret loads the journal's fingerprint secret from the database,
+// making it for a new journal, under the secret's advisory lock so that
+// processes opening a new journal together make one.
+func (j *Journal) pgBindSecret(ctx context.Context) error {
+	tx, err := j.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?, ?)", pgLockClass, pgLockSecret); err != nil {
+		return fmt.Errorf("take the secret's lock: %w", err)
+	}
+	var check, stored string
+	err = tx.QueryRowContext(ctx, "SELECT value FROM meta WHERE name = 'secret_check'").Scan(&check)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	err = tx.QueryRowContext(ctx, "SELECT secret FROM mcp_confirm_secret LIMIT 1").Scan(&stored)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("read the fingerprint secret %s: %w", pgSecretWhere, err)
+	}
+	switch {
+	case check != "" && stored == "":
+		return &typedError{kind: ErrSecretMissing, msg: "the journal's fingerprint secret " + pgSecretWhere +
+			" is missing: without it no new call can be matched with the calls already recorded"}
+	case check != "":
+		secret, err := hex.DecodeString(stored)
+		if err != nil {
+			return &typedError{kind: ErrSecretMismatch, msg: "the journal's fingerprint secret " + pgSecretWhere + " is not hex"}
+		}
+		return j.useSecret(secret, check)
+	}
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM mcp_confirm_secret"); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO mcp_confirm_secret (secret) VALUES (?)", hex.EncodeToString(secret)); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO meta (name, value) VALUES ('secret_check', ?)", seal(secret, secretCheckInput)); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	j.secret = secret
+	return nil
+}
