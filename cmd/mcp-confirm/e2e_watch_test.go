@@ -69,43 +69,48 @@ func TestWatchAcrossProcesses(t *testing.T) {
 	}
 
 	// Another process: a write whose answer is lost, then abandoned; a
-	// write that succeeds, then a note; a failed one retried.
-	wantExit(t, w.call(`{"item":"gadget","quantity":1,"buyer":"bob"}`, []string{"--timeout", "1s"}, "--hang-after-commit", "1"), 3, "lost write")
-	wantExit(t, w.run("abandon", "1", "--note", "bob cancelled"), 0, "abandon")
-	wantExit(t, w.call(`{"item":"widget","quantity":1,"buyer":"alice"}`, nil), 0, "good write")
-	wantExit(t, w.run("note", "2", "looks right"), 0, "note")
-
+	// write that succeeds, then a note. Each step waits for the watcher to
+	// report the one before: the feed reports a call that changed twice
+	// between two looks once, from the first state to the last (by
+	// design), and a CLI process can start and commit within one look.
 	var got []watchLine
-	want := func() bool {
-		var unknown, abandonDecision, abandoned, succeeded, note bool
-		for _, l := range got {
-			switch {
-			case l.Type == "state" && l.CallID == 1 && l.State == "unknown" && l.Reason == "idle timeout":
-				unknown = true
-			case l.Type == "decision" && l.CallID == 1 && l.Action == "abandon" && l.Note == "bob cancelled" && unknown:
-				abandonDecision = true
-			case l.Type == "state" && l.CallID == 1 && l.From == "unknown" && l.State == "abandoned" && abandonDecision:
-				abandoned = true
-			case l.Type == "state" && l.CallID == 2 && l.State == "succeeded" && abandoned:
-				succeeded = true
-			case l.Type == "decision" && l.CallID == 2 && l.Action == "note" && l.Note == "looks right" && l.State == "succeeded" && succeeded:
-				note = true
+	waitFor := func(what string, match func(watchLine) bool) {
+		t.Helper()
+		timeout := time.After(30 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("watch ended early, waiting for %s; got %+v\nstderr: %s", what, got, stderr.String())
+				}
+				got = append(got, l)
+				if match(l) {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("watch did not report %s within 30s; got %+v\nstderr: %s", what, got, stderr.String())
 			}
 		}
-		return note
 	}
-	timeout := time.After(30 * time.Second)
-	for !want() {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("watch ended early; got %+v\nstderr: %s", got, stderr.String())
-			}
-			got = append(got, l)
-		case <-timeout:
-			t.Fatalf("watch did not report every change in order within 30s; got %+v", got)
-		}
-	}
+	wantExit(t, w.call(`{"item":"gadget","quantity":1,"buyer":"bob"}`, []string{"--timeout", "1s"}, "--hang-after-commit", "1"), 3, "lost write")
+	waitFor("call 1 unknown", func(l watchLine) bool {
+		return l.Type == "state" && l.CallID == 1 && l.State == "unknown" && l.Reason == "idle timeout"
+	})
+	wantExit(t, w.run("abandon", "1", "--note", "bob cancelled"), 0, "abandon")
+	waitFor("the abandon decision", func(l watchLine) bool {
+		return l.Type == "decision" && l.CallID == 1 && l.Action == "abandon" && l.Note == "bob cancelled"
+	})
+	waitFor("call 1 abandoned", func(l watchLine) bool {
+		return l.Type == "state" && l.CallID == 1 && l.From == "unknown" && l.State == "abandoned"
+	})
+	wantExit(t, w.call(`{"item":"widget","quantity":1,"buyer":"alice"}`, nil), 0, "good write")
+	waitFor("call 2 succeeded", func(l watchLine) bool {
+		return l.Type == "state" && l.CallID == 2 && l.State == "succeeded"
+	})
+	wantExit(t, w.run("note", "2", "looks right"), 0, "note")
+	waitFor("the note on call 2", func(l watchLine) bool {
+		return l.Type == "decision" && l.CallID == 2 && l.Action == "note" && l.Note == "looks right" && l.State == "succeeded"
+	})
 	for _, l := range got {
 		if l.CallID == 1 && l.Type == "state" && l.From == "" && l.State != "in_flight" && l.State != "unknown" {
 			t.Errorf("call 1 first seen as %s", l.State)
