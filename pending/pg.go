@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"net/url"
+	"regexp"
 	mrand "math/rand/v2"
 	"strings"
 	"sync"
@@ -525,3 +527,23 @@ func (j *Journal) pgBindSecret(ctx context.Context) error {
 	j.secret = secret
 	return nil
 }
+
+// HidePassword is db as it may be shown or written down: a PostgreSQL
+// connection string's password, if it has one, replaced by "xxxxx";
+// anything else unchanged. (A password belongs in ~/.pgpass or
+// $PGPASSWORD, which libpq and pgx read.)
+func HidePassword(db string) string {
+	if !IsPostgres(db) {
+		return db
+	}
+	if u, err := url.Parse(db); err == nil && u.Scheme != "" {
+		return u.Redacted()
+	}
+	return pgPasswordField.ReplaceAllString(db, "${1}xxxxx")
+}
+
+// HasPassword reports whether a PostgreSQL connection string carries a
+// password of its own.
+func HasPassword(db string) bool { return IsPostgres(db) && HidePassword(db) != db }
+
+var pgPasswordField = regexp.MustCompile(`(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
