@@ -24,6 +24,7 @@ import (
 
 	"github.com/mcp-confirm/mcp-confirm/demo"
 	"github.com/mcp-confirm/mcp-confirm/idempotency"
+	"github.com/mcp-confirm/mcp-confirm/internal/pgtest"
 	"github.com/mcp-confirm/mcp-confirm/internal/testbin"
 )
 
@@ -51,7 +52,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Exit(bins.Run(racesFail{m}))
+	os.Exit(pgtest.Finish(bins.Run(racesFail{m}))) // and stops the PostgreSQL cluster, if a test started one
 }
 
 // racesFail runs the tests and then fails them if the race detector wrote a

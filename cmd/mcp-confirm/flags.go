@@ -1,13 +1,17 @@
 package main
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/mcp-confirm/mcp-confirm/pending"
+)
 
 // self is "mcp-confirm" with the journal and policy flags this command was
 // given, so that a command printed as a hint works when pasted as is.
 func (g *globalOpts) self() string {
 	words := []string{"mcp-confirm"}
 	if g.db != "" {
-		words = append(words, "--db", shellQuote(g.db))
+		words = append(words, "--db", shellQuote(pending.HidePassword(g.db)))
 	}
 	if g.policy != "" {
 		words = append(words, "--policy", shellQuote(g.policy))

@@ -304,13 +304,25 @@ func initWrap(e *env, g *globalOpts, f initFlags) (w hostconfig.Wrap, newPolicy 
 			return w, false, exitBadInput
 		}
 	}
-	if w.Journal, err = filepath.Abs(journal); err != nil {
-		fmt.Fprintf(e.stderr, "mcp-confirm init: --db %s: %v\nGive the journal's full path.\n", journal, err)
+	policyDir := ""
+	switch {
+	case pending.HasPassword(journal):
+		fmt.Fprintf(e.stderr, "mcp-confirm init: --db %s has a password, which init would write into the host's config\n"+
+			"Leave it out and keep it in ~/.pgpass (or $PGPASSWORD); nothing was changed.\n", pending.HidePassword(journal))
 		return w, false, exitBadInput
+	case pending.IsPostgres(journal):
+		w.Journal = journal // a team's journal: the policy stays on this machine
+		policyDir = localStateDir(e)
+	default:
+		if w.Journal, err = filepath.Abs(journal); err != nil {
+			fmt.Fprintf(e.stderr, "mcp-confirm init: --db %s: %v\nGive the journal's full path.\n", journal, err)
+			return w, false, exitBadInput
+		}
+		policyDir = filepath.Dir(w.Journal)
 	}
 	policy := g.policy
 	if policy == "" {
-		policy = filepath.Join(filepath.Dir(w.Journal), "policy.toml")
+		policy = filepath.Join(policyDir, "policy.toml")
 		if _, err := os.Stat(policy); errors.Is(err, fs.ErrNotExist) {
 			newPolicy = true
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/mcp-confirm/mcp-confirm/pending"
 )
@@ -43,6 +45,31 @@ func openJournalWith(ctx context.Context, e *env, g *globalOpts,
 	return j, exitOK
 }
 
+// journalDir is the folder for files kept beside the journal (the demo
+// server's database): the journal file's own, or, for a journal on
+// PostgreSQL, this machine's state folder.
+func journalDir(e *env, j *pending.Journal) string {
+	if !pending.IsPostgres(j.Path()) {
+		return filepath.Dir(j.Path())
+	}
+	return localStateDir(e)
+}
+
+// localStateDir is the folder the default journal would be in, whatever
+// $MCP_CONFIRM_DB says (it may name a journal on PostgreSQL).
+func localStateDir(e *env) string {
+	p, err := pending.DefaultPath(func(k string) string {
+		if k == "MCP_CONFIRM_DB" {
+			return ""
+		}
+		return e.getenv(k)
+	})
+	if err != nil {
+		return os.TempDir()
+	}
+	return filepath.Dir(p)
+}
+
 // openHint says what to do about an error of pending.Open, by its cause.
 func openHint(err error, path string) string {
 	switch {
@@ -72,6 +99,10 @@ func openHint(err error, path string) string {
 	case errors.Is(err, pending.ErrLocked):
 		return "another process held the journal locked too long; run the command again, " +
 			"or stop the process that holds it (a stuck mcp-confirm, a sqlite3 shell in a transaction)"
+	}
+	if pending.IsPostgres(path) {
+		return "check the connection string (host, port, dbname, user, sslmode; a password in ~/.pgpass or $PGPASSWORD) " +
+			"and that the server is up; nothing was sent"
 	}
 	return "check the path, or pass another with --db"
 }

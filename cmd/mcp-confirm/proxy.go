@@ -179,7 +179,7 @@ func prepareProxy(ctx context.Context, e *env, logTo io.Writer, g *globalOpts, f
 		return nil, nil, code
 	}
 	opened = append(opened, j)
-	choice, err := serverSpec(e, g, filepath.Join(filepath.Dir(j.Path()), "demo-server.db"))
+	choice, err := serverSpec(e, g, filepath.Join(journalDir(e, j), "demo-server.db"))
 	if err == nil {
 		err = addHeaders(&choice.spec, g.headers, g.headerEnv)
 	}

@@ -239,7 +239,7 @@ func openEngine(ctx context.Context, e *env, g *globalOpts, cmd string, forCall 
 	if j == nil {
 		return nil, code
 	}
-	demoDB := filepath.Join(filepath.Dir(j.Path()), "demo-server.db")
+	demoDB := filepath.Join(journalDir(e, j), "demo-server.db")
 	choice, err := serverSpec(e, g, demoDB)
 	if err == nil && !choice.given && forCall != 0 {
 		choice, err = ownServer(ctx, j, forCall)
