@@ -54,6 +54,19 @@ import (
 //     first decision of the journal, GenesisHash (64 zeros).
 //   - v: the version of this encoding, 1.
 //
+// Version 2 is version 1 with one more member, "host": the machine the
+// decision was made on (the column of schema 6, a string), with "v":2. A
+// decision with a host is hashed in version 2; one without (recorded
+// before schema 6, or where the host name could not be read) in version 1,
+// so a log written before hosts were recorded still verifies, and a host,
+// once recorded, cannot be changed or removed without breaking the chain.
+// The example above made on "host-b" is the bytes
+//
+//	{"action":"note","at":"2026-01-01T00:00:01.000000000Z","attempt":null,"call_id":1,"evidence":null,"host":"host-b","id":1,"note":"looked","operator":"op","prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","v":2}
+//
+// and its hash is
+// 866cbd11e0756cc75a7c0cb02f9440e11abf1998d58a3b8a54d1539f7e5d3ecc.
+//
 // So the first decision of a journal, a note "looked" by "op" on call 1,
 // is the bytes
 //
@@ -79,10 +92,7 @@ import (
 // GenesisHash is the previous hash of a journal's first decision.
 var GenesisHash = strings.Repeat("0", 64)
 
-const (
-	chainEncodingVersion = 1
-	metaChainHead        = "decision_chain_head"
-)
+const metaChainHead = "decision_chain_head"
 
 // chainRow is a decision as the hash reads it.
 type chainRow struct {
@@ -90,6 +100,7 @@ type chainRow struct {
 	CallID   int64
 	Action   string
 	Operator string
+	Host     string // "": hashed in version 1 of the encoding, else 2
 	At       string // timeFormat
 	Note     string
 	Evidence []byte // nil or empty: null
@@ -111,8 +122,8 @@ func (r chainRow) hash() (string, error) {
 	if r.Attempt != 0 {
 		attempt = r.Attempt
 	}
-	b, err := canonical.Marshal(map[string]any{
-		"v":         int64(chainEncodingVersion),
+	m := map[string]any{
+		"v":         int64(1),
 		"id":        r.ID,
 		"call_id":   r.CallID,
 		"action":    r.Action,
@@ -122,7 +133,11 @@ func (r chainRow) hash() (string, error) {
 		"evidence":  evidence,
 		"attempt":   attempt,
 		"prev_hash": r.PrevHash,
-	})
+	}
+	if r.Host != "" {
+		m["v"], m["host"] = int64(2), r.Host
+	}
+	b, err := canonical.Marshal(m)
 	if err != nil {
 		return "", fmt.Errorf("encode decision %d for its hash: %w", r.ID, err)
 	}
@@ -135,6 +150,7 @@ func (r chainRow) hash() (string, error) {
 // transaction as the decision and whatever it changed.
 func (j *Journal) appendDecision(ctx context.Context, c *sql.Conn, callID int64, action Action, operator, at, note string,
 	evidence json.RawMessage, attempt int) error {
+	host := j.host
 	if j.pg != nil {
 		// Decisions take turns on the chain's lock: the write took it
 		// before it began (deciding, pg.go); taken again here, it is free for
@@ -143,7 +159,7 @@ func (j *Journal) appendDecision(ctx context.Context, c *sql.Conn, callID int64,
 		if _, err := j.exec(ctx, c, "SELECT pg_advisory_xact_lock(?, ?)", pgLockClass, pgLockChain); err != nil {
 			return fmt.Errorf("take the decision chain's lock: %w", err)
 		}
-		note, operator = pgText(note), pgText(operator)
+		note, operator, host = pgText(note), pgText(operator), pgText(host)
 		if len(evidence) > 0 {
 			evidence = json.RawMessage(pgText(string(bytes.ToValidUTF8(evidence, []byte("\uFFFD")))))
 		}
@@ -156,7 +172,7 @@ func (j *Journal) appendDecision(ctx context.Context, c *sql.Conn, callID int64,
 	if err := j.queryRow(ctx, c, "SELECT coalesce(max(id), 0) + 1 FROM decisions").Scan(&id); err != nil {
 		return err
 	}
-	row := chainRow{ID: id, CallID: callID, Action: string(action), Operator: operator, At: at, Note: note,
+	row := chainRow{ID: id, CallID: callID, Action: string(action), Operator: operator, Host: host, At: at, Note: note,
 		Evidence: evidence, Attempt: int64(attempt), PrevHash: prev}
 	h, err := row.hash()
 	if err != nil {
@@ -166,8 +182,8 @@ func (j *Journal) appendDecision(ctx context.Context, c *sql.Conn, callID int64,
 	if attempt != 0 {
 		att = attempt
 	}
-	if _, err := j.exec(ctx, c, `INSERT INTO decisions (id, call_id, action, operator, at, note, evidence, attempt, prev_hash, hash)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, callID, action, operator, at, note, nullJSON(evidence), att, prev, h); err != nil {
+	if _, err := j.exec(ctx, c, `INSERT INTO decisions (id, call_id, action, operator, host, at, note, evidence, attempt, prev_hash, hash)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, callID, action, operator, host, at, note, nullJSON(evidence), att, prev, h); err != nil {
 		return err
 	}
 	_, err = j.exec(ctx, c, `INSERT INTO meta (name, value) VALUES (?, ?)
@@ -240,18 +256,23 @@ func chainExistingDecisions(ctx context.Context, c *sql.Conn) error {
 	return err
 }
 
+// chainColumns are a decision's columns as scanChainRow reads them.
+const chainColumns = "id, call_id, action, operator, at, note, evidence, attempt, host, prev_hash, hash"
+
 type storedRow struct {
 	row  chainRow
 	hash string
 }
 
+// scanChainRow reads a decision selected as chainColumns, or, for
+// migration 5 (before there were hashes or hosts), without its last three.
 func scanChainRow(s scanner, withHash bool) (storedRow, error) {
 	var r storedRow
 	var evidence sql.NullString
 	var attempt sql.NullInt64
 	dest := []any{&r.row.ID, &r.row.CallID, &r.row.Action, &r.row.Operator, &r.row.At, &r.row.Note, &evidence, &attempt}
 	if withHash {
-		dest = append(dest, &r.row.PrevHash, &r.hash)
+		dest = append(dest, &r.row.Host, &r.row.PrevHash, &r.hash)
 	}
 	if err := s.Scan(dest...); err != nil {
 		return r, err
@@ -345,8 +366,7 @@ func (j *Journal) VerifyChain(ctx context.Context) (ChainReport, error) {
 		return ChainReport{}, err
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `SELECT id, call_id, action, operator, at, note, evidence, attempt, prev_hash, hash
-		FROM decisions ORDER BY id`)
+	rows, err := tx.QueryContext(ctx, "SELECT "+chainColumns+" FROM decisions ORDER BY id")
 	if err != nil {
 		return ChainReport{}, err
 	}
@@ -409,6 +429,7 @@ type exportedCall struct {
 		ID       int64           `json:"id"`
 		Action   string          `json:"action"`
 		Operator string          `json:"operator"`
+		Host     string          `json:"host"`
 		At       string          `json:"at"`
 		Note     string          `json:"note"`
 		Evidence json.RawMessage `json:"evidence"`
@@ -472,7 +493,7 @@ func VerifyExport(r io.Reader) (ChainReport, error) {
 				at = formatTime(t)
 			}
 			all = append(all, storedRow{hash: d.Hash, row: chainRow{ID: d.ID, CallID: *c.ID, Action: d.Action,
-				Operator: d.Operator, At: at, Note: d.Note, Evidence: evidenceOf(d.Evidence), Attempt: d.Attempt, PrevHash: d.PrevHash}})
+				Operator: d.Operator, Host: d.Host, At: at, Note: d.Note, Evidence: evidenceOf(d.Evidence), Attempt: d.Attempt, PrevHash: d.PrevHash}})
 		}
 	}
 	if err := sc.Err(); err != nil {

@@ -27,9 +27,15 @@ func TestDecisionHashEncoding(t *testing.T) {
 	if got != want {
 		t.Errorf("hash of the documented example = %s, want %s", got, want)
 	}
+	// Version 2: the same, made on a host.
+	v2 := r
+	v2.Host = "host-b"
+	if got, _ := v2.hash(); got != "866cbd11e0756cc75a7c0cb02f9440e11abf1998d58a3b8a54d1539f7e5d3ecc" {
+		t.Errorf("hash of the documented example with a host = %s", got)
+	}
 	// The same with evidence written another way, and an attempt: only the
 	// JSON value counts, not its spelling.
-	a := chainRow{ID: 2, CallID: 1, Action: "retry", Operator: "op", At: r.At, Note: "x", Evidence: []byte(`{"b":1, "a":"<x>"}`), Attempt: 2, PrevHash: got}
+	a := chainRow{ID: 2, CallID: 1, Action: "retry", Operator: "op", Host: "h", At: r.At, Note: "x", Evidence: []byte(`{"b":1, "a":"<x>"}`), Attempt: 2, PrevHash: got}
 	b := a
 	b.Evidence = []byte(`{"a":"\u003cx>","b":1.0}`)
 	ha, _ := a.hash()
@@ -41,7 +47,7 @@ func TestDecisionHashEncoding(t *testing.T) {
 		func(r *chainRow) { r.ID++ }, func(r *chainRow) { r.CallID++ }, func(r *chainRow) { r.Action = "mark" },
 		func(r *chainRow) { r.Operator = "eve" }, func(r *chainRow) { r.At = "2026-01-01T00:00:02.000000000Z" },
 		func(r *chainRow) { r.Note = "" }, func(r *chainRow) { r.Evidence = nil }, func(r *chainRow) { r.Attempt = 0 },
-		func(r *chainRow) { r.PrevHash = GenesisHash },
+		func(r *chainRow) { r.PrevHash = GenesisHash }, func(r *chainRow) { r.Host = "" }, func(r *chainRow) { r.Host = "H" },
 	} {
 		c := a
 		change(&c)
@@ -205,6 +211,8 @@ func TestChainShowsHandEdits(t *testing.T) {
 		{"the newest deleted", []string{"DELETE FROM decisions WHERE id = 6"}, 6, "newest decisions were deleted"},
 		{"a note edited", []string{"UPDATE decisions SET note = 'nothing to see' WHERE id = 4"}, 4, "was changed after it was written"},
 		{"an operator edited", []string{"UPDATE decisions SET operator = 'alice' WHERE id = 5"}, 5, "was changed"},
+		{"a host edited", []string{"UPDATE decisions SET host = 'host-z' WHERE id = 3"}, 3, "was changed"},
+		{"a host removed", []string{"UPDATE decisions SET host = '' WHERE id = 3"}, 3, "was changed"},
 		{"evidence edited", []string{`UPDATE decisions SET evidence = '{"orders":[]}' WHERE id = 2`}, 2, "was changed"},
 		{"edited and its hash recomputed", []string{"UPDATE decisions SET hash = '" + strings.Repeat("ab", 32) + "' WHERE id = 2"}, 2, "was changed"},
 		{"a decision moved to another call", []string{"UPDATE decisions SET call_id = 1 WHERE id = 6"}, 6, "was changed"},
@@ -232,7 +240,7 @@ func TestChainRecomputedRowBreaksNextLink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := scanChainRow(j.read.QueryRow("SELECT id, call_id, action, operator, at, note, evidence, attempt, prev_hash, hash FROM decisions WHERE id = 3"), true)
+	s, err := scanChainRow(j.read.QueryRow("SELECT "+chainColumns+" FROM decisions WHERE id = 3"), true)
 	j.Close()
 	if err != nil {
 		t.Fatal(err)

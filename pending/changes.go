@@ -26,6 +26,7 @@ type Change struct {
 	// the journal: show ID).
 	Action   Action `json:"action,omitempty"`
 	Operator string `json:"operator,omitempty"`
+	Host     string `json:"host,omitempty"` // where a decision was made
 	Note     string `json:"note,omitempty"`
 	Attempt  int    `json:"attempt,omitempty"` // the attempt a retry started
 }
@@ -191,7 +192,7 @@ func (f *ChangeFeed) Next(ctx context.Context) ([]Change, error) {
 		left = left[n:]
 	}
 	// Decisions.
-	rows, err = tx.QueryContext(ctx, `SELECT d.id, d.call_id, d.action, d.operator, d.at, d.note, coalesce(d.attempt, 0),
+	rows, err = tx.QueryContext(ctx, `SELECT d.id, d.call_id, d.action, d.operator, d.host, d.at, d.note, coalesce(d.attempt, 0),
 		c.server, c.tool, c.key, c.state FROM decisions d JOIN calls c ON c.id = d.call_id WHERE d.id > ? ORDER BY d.id`, f.lastDecision)
 	if err != nil {
 		return nil, err
@@ -201,7 +202,7 @@ func (f *ChangeFeed) Next(ctx context.Context) ([]Change, error) {
 		var id int64
 		var at string
 		c := Change{Type: ChangeDecision}
-		if err := rows.Scan(&id, &c.CallID, &c.Action, &c.Operator, &at, &c.Note, &c.Attempt, &c.Server, &c.Tool, &c.Key, &c.State); err != nil {
+		if err := rows.Scan(&id, &c.CallID, &c.Action, &c.Operator, &c.Host, &at, &c.Note, &c.Attempt, &c.Server, &c.Tool, &c.Key, &c.State); err != nil {
 			return nil, err
 		}
 		if c.At, err = parseTime(at); err != nil {

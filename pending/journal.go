@@ -65,17 +65,29 @@ type Options struct {
 	// OnTighten is told of each file of this user that Open found open to
 	// other users and narrowed (0644 -> 0600); the CLI prints a line.
 	OnTighten func(Tightening)
+	// Host names the machine each decision is recorded as made on.
+	// Default os.Hostname(); "" when that fails.
+	Host string
 }
 
-// check fills in opts' defaults and refuses a path SQLite's DSN would
-// misread (Open and OpenReadOnly alike).
-func (opts Options) check(path string) (Options, error) {
+// withDefaults fills in what opts leaves unset, on either backend.
+func (opts Options) withDefaults() Options {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	if opts.BusyTimeout == 0 {
 		opts.BusyTimeout = 10 * time.Second
 	}
+	if opts.Host == "" {
+		opts.Host, _ = os.Hostname()
+	}
+	return opts
+}
+
+// check fills in opts' defaults and refuses a path SQLite's DSN would
+// misread (Open and OpenReadOnly alike).
+func (opts Options) check(path string) (Options, error) {
+	opts = opts.withDefaults()
 	if strings.ContainsAny(path, "?#") {
 		return opts, fmt.Errorf("open journal %s: the path may not contain '?' or '#'", path)
 	}
@@ -86,6 +98,7 @@ func (opts Options) check(path string) (Options, error) {
 type Journal struct {
 	path     string
 	now      func() time.Time
+	host     string  // recorded with each decision (Options.Host)
 	readOnly bool    // OpenReadOnly: no writer, no owner lock, no recovery
 	read     *sql.DB // readers: a small pool, never blocked by writers (WAL)
 	wdb      *sql.DB // the single writer connection's pool
@@ -164,7 +177,7 @@ func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &Journal{path: path, now: opts.Now, writes: make(chan *writeReq, 1024), done: make(chan struct{})}
+	j := &Journal{path: path, now: opts.Now, host: opts.Host, writes: make(chan *writeReq, 1024), done: make(chan struct{})}
 	ok := false
 	defer func() {
 		if !ok {
@@ -262,7 +275,7 @@ func OpenReadOnly(ctx context.Context, path string, opts Options) (*Journal, err
 	if err != nil {
 		return nil, err
 	}
-	j := &Journal{path: path, now: opts.Now, readOnly: true, done: make(chan struct{})}
+	j := &Journal{path: path, now: opts.Now, host: opts.Host, readOnly: true, done: make(chan struct{})}
 	close(j.done)
 	ok := false
 	defer func() {

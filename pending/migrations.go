@@ -169,6 +169,11 @@ ALTER TABLE decisions ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '';  -- hash of
 ALTER TABLE decisions ADD COLUMN hash      TEXT NOT NULL DEFAULT '';  -- SHA-256 of this row's canonical encoding, prev_hash included
 DROP TRIGGER decisions_append_only;
 `,
+	// 6: a decision records the machine it was made on, so that a team's
+	// journal says who decided what, and where (chain.go hashes it).
+	`
+ALTER TABLE decisions ADD COLUMN host TEXT NOT NULL DEFAULT '';  -- os.Hostname of the deciding process; '' before migration 6
+`,
 }
 
 // migrationCode is the Go part of a migration (by number), run after its

@@ -115,12 +115,7 @@ func pgName(c *pgx.ConnConfig) string {
 
 // openPG is Open (or OpenReadOnly) of a PostgreSQL journal.
 func openPG(ctx context.Context, conn string, opts Options, readOnly bool) (*Journal, error) {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.BusyTimeout == 0 {
-		opts.BusyTimeout = 10 * time.Second
-	}
+	opts = opts.withDefaults()
 	config, err := pgx.ParseConfig(conn)
 	if err != nil {
 		var pe *pgconn.ParseConfigError
@@ -149,7 +144,7 @@ func openPG(ctx context.Context, conn string, opts Options, readOnly bool) (*Jou
 	if err != nil {
 		return refuse("", err)
 	}
-	j := &Journal{path: name, now: opts.Now, readOnly: readOnly, done: make(chan struct{}),
+	j := &Journal{path: name, now: opts.Now, host: opts.Host, readOnly: readOnly, done: make(chan struct{}),
 		pg: &pgBackend{conn: conn, config: config}}
 	close(j.done)
 	j.read = openPGDB(config, pgPoolSize)

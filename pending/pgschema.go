@@ -162,6 +162,10 @@ CREATE TRIGGER state_counts_update AFTER UPDATE OF state ON calls FOR EACH ROW E
 	`
 CREATE TABLE mcp_confirm_secret (secret TEXT NOT NULL);
 `,
+	// 3: a decision records the machine it was made on (SQLite's 6).
+	`
+ALTER TABLE decisions ADD COLUMN host TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // pgLockClass is the first key of every advisory lock the journal takes

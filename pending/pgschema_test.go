@@ -60,7 +60,7 @@ func pgJournalOf(t *testing.T, pool *pgxpool.Pool) *Journal {
 	if j, ok := pgJournals.Load(pool); ok {
 		return j.(*Journal)
 	}
-	j, err := Open(context.Background(), pool.Config().ConnString(), Options{SkipRecovery: true})
+	j, err := Open(context.Background(), pool.Config().ConnString(), Options{SkipRecovery: true, Host: "host-pg"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestPGChain(t *testing.T) {
 	// The same rows hashed by hand, as SQLite's writer would.
 	prev := GenesisHash
 	for i, d := range pgChainDecisions {
-		d.ID, d.PrevHash, d.At = int64(i+1), prev, fmt.Sprintf("2026-12-05T09:00:%02d.000000000Z", i)
+		d.ID, d.PrevHash, d.At, d.Host = int64(i+1), prev, fmt.Sprintf("2026-12-05T09:00:%02d.000000000Z", i), "host-pg"
 		if prev, err = d.hash(); err != nil {
 			t.Fatal(err)
 		}

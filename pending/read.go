@@ -229,7 +229,7 @@ func attemptsOf(ctx context.Context, q querier, id int64) ([]Attempt, error) {
 }
 
 func decisionsOf(ctx context.Context, q querier, id int64) ([]Decision, error) {
-	rows, err := q.QueryContext(ctx, `SELECT id, action, operator, at, note, evidence, attempt, prev_hash, hash
+	rows, err := q.QueryContext(ctx, `SELECT id, action, operator, host, at, note, evidence, attempt, prev_hash, hash
 		FROM decisions WHERE call_id = ? ORDER BY id`, id)
 	if err != nil {
 		return nil, err
@@ -241,7 +241,7 @@ func decisionsOf(ctx context.Context, q querier, id int64) ([]Decision, error) {
 		var at string
 		var evidence sql.NullString
 		var attempt sql.NullInt64
-		if err := rows.Scan(&d.ID, &d.Action, &d.Operator, &at, &d.Note, &evidence, &attempt, &d.PrevHash, &d.Hash); err != nil {
+		if err := rows.Scan(&d.ID, &d.Action, &d.Operator, &d.Host, &at, &d.Note, &evidence, &attempt, &d.PrevHash, &d.Hash); err != nil {
 			return nil, err
 		}
 		if d.At, err = parseTime(at); err != nil {

@@ -88,6 +88,7 @@ type Decision struct {
 	ID       int64           `json:"id"`
 	Action   Action          `json:"action"`
 	Operator string          `json:"operator"`
+	Host     string          `json:"host,omitempty"` // the machine it was made on; "" before schema 6
 	At       time.Time       `json:"at"`
 	Note     string          `json:"note"`
 	Evidence json.RawMessage `json:"evidence"`

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/mcp-confirm/mcp-confirm/timetext"
 )
 
 // Intent is a call as it must exist before its first byte is sent.
@@ -420,7 +422,7 @@ func (j *Journal) Retry(ctx context.Context, callID int64, in RetryInput) (Call,
 		}
 		to, err := Transition(state, EventRetry)
 		if err != nil {
-			return err
+			return j.decidedBefore(ctx, c, callID, state, err)
 		}
 		if in.Kind != "" {
 			kind, src = MoreCautious(kind, src, in.Kind, in.KindSource)
@@ -491,7 +493,7 @@ func (j *Journal) Decide(ctx context.Context, callID int64, in DecisionInput) er
 		if ev != "" {
 			to, err := Transition(state, ev)
 			if err != nil {
-				return err
+				return j.decidedBefore(ctx, c, callID, state, err)
 			}
 			if _, err := j.exec(ctx, c, "UPDATE calls SET state = ?, updated_at = ? WHERE id = ?", to, ts, callID); err != nil {
 				return err
@@ -504,6 +506,67 @@ func (j *Journal) Decide(ctx context.Context, callID int64, in DecisionInput) er
 		}
 		return j.appendDecision(ctx, c, callID, in.Action, in.Operator, ts, in.Note, in.Evidence, 0)
 	})
+}
+
+// DecidedError refuses an operator's decision on a call that a decision
+// before it (most often another operator's, a moment ago, from another
+// console) already moved out of the state this one needs. It says who
+// made that decision, where and when, so the loser of a race knows what
+// happened instead of reading only that the transition is not allowed.
+// It wraps the *TransitionError (so ErrIllegalTransition).
+type DecidedError struct {
+	CallID   int64
+	Action   Action // the decision that moved the call
+	Operator string
+	Host     string
+	Ago      time.Duration // from that decision to the refusal
+	State    State         // the call's state now
+	Refused  *TransitionError
+}
+
+func (e *DecidedError) Error() string {
+	when := "already"
+	if e.Ago < time.Minute {
+		when = "just"
+	}
+	by := e.Operator
+	if e.Host != "" {
+		by += " on " + e.Host
+	}
+	return fmt.Sprintf("call %d was %s decided by %s (%s, %s ago) and is %s: cannot %s it; nothing was done",
+		e.CallID, when, by, e.Action, timetext.Age(e.Ago), e.State, e.Refused.Event)
+}
+
+func (e *DecidedError) Unwrap() error { return e.Refused }
+
+// decidedBefore turns a refused transition into a *DecidedError when the
+// newest decision that moves calls (retry, abandon, mark) is on record for
+// callID; otherwise (the state came from the server's answer, or from
+// recovery) refused is returned as it is. Inside the deciding write, so the
+// decision named is the one this write lost to.
+func (j *Journal) decidedBefore(ctx context.Context, c *sql.Conn, callID int64, state State, refused error) error {
+	var te *TransitionError
+	if !errors.As(refused, &te) {
+		return refused
+	}
+	var d DecidedError
+	var at string
+	err := j.queryRow(ctx, c, `SELECT action, operator, host, at FROM decisions
+		WHERE call_id = ? AND action IN ('retry', 'abandon', 'mark') ORDER BY id DESC LIMIT 1`, callID).
+		Scan(&d.Action, &d.Operator, &d.Host, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return refused
+	}
+	if err != nil {
+		return err
+	}
+	when, err := parseTime(at)
+	if err != nil {
+		return refused
+	}
+	d.CallID, d.State, d.Refused = callID, state, te
+	d.Ago = j.now().Sub(when)
+	return &d
 }
 
 // RecordEvent appends an event (dedupe hit, session started, ...) for stats.
