@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -355,7 +356,7 @@ func TestDetailShowsTheWholeHistory(t *testing.T) {
 	// Decisions work from the detail too, and it reloads.
 	m = press(t, m, m.detail.keys.Retry)
 	m = press(t, m, defaultDialogKeys().Yes)
-	if v := m.View(); !strings.Contains(v, "Attempts (2)") || !strings.Contains(v, "retry by ops → attempt #2") {
+	if v := m.View(); !strings.Contains(v, "Attempts (2)") || !strings.Contains(v, "retry by ops on host-a → attempt #2") {
 		t.Fatalf("detail not reloaded after retry:\n%s", v)
 	}
 	m = press(t, m, m.detail.keys.Back)
@@ -665,4 +666,39 @@ func selectCall(t *testing.T, m Model, ok func(pending.Call) bool) Model {
 	}
 	t.Fatal("no such call in the list")
 	return m
+}
+
+// TestLoserOfARaceIsToldWhoWon: an operator at another console (another
+// journal handle, on host-b) abandons the call this console shows as
+// unknown; this console's abandon, confirmed a moment later, is refused
+// with who decided it and where, and nothing more is written.
+func TestLoserOfARaceIsToldWhoWon(t *testing.T) {
+	e := newEnv(t)
+	e.seed()
+	m := e.model(100, 24)
+	c, _ := m.list.Selected()
+	m = press(t, m, m.list.keys.Abandon)
+	m = step(t, m, keyMsg("enter")) // no note: buttons
+	other, err := pending.Open(context.Background(), e.j.Path(), pending.Options{Host: "host-b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.Decide(context.Background(), c.ID, pending.DecisionInput{Action: pending.ActionAbandon, Operator: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	m = press(t, m, defaultDialogKeys().Yes)
+	want := fmt.Sprintf("call %d was just decided by bob on host-b (abandon, ", c.ID)
+	if !strings.Contains(m.message, want) || !strings.Contains(m.message, "nothing was done") {
+		t.Fatalf("message = %q, want it to say %q", m.message, want)
+	}
+	var abandons []pending.Decision
+	for _, d := range e.get(c.ID).Decisions {
+		if d.Action == pending.ActionAbandon {
+			abandons = append(abandons, d)
+		}
+	}
+	if len(abandons) != 1 || abandons[0].Operator != "bob" {
+		t.Fatalf("abandons after the race: %+v, want bob's only", abandons)
+	}
 }

@@ -289,6 +289,9 @@ func (d *detailScreen) attemptLines(a pending.Attempt, w int) []string {
 func (d *detailScreen) decisionLines(dc pending.Decision, w int) []string {
 	st := d.sh.st
 	head := fmt.Sprintf("  %s  %s by %s", stamp(dc.At), dc.Action, clean(dc.Operator))
+	if dc.Host != "" {
+		head += " on " + clean(dc.Host)
+	}
 	if dc.Attempt > 0 {
 		head += fmt.Sprintf(" → attempt #%d", dc.Attempt)
 	}

@@ -165,7 +165,7 @@ func newEnv(t testing.TB) *env {
 func newEnvPolicy(t testing.TB, policy string) *env {
 	t.Helper()
 	clock := &testClock{t: t0}
-	j, err := pending.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), pending.Options{Now: clock.Now})
+	j, err := pending.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), pending.Options{Now: clock.Now, Host: "host-a"})
 	if err != nil {
 		t.Fatal(err)
 	}

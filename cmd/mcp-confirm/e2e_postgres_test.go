@@ -38,6 +38,9 @@ func TestE2EPostgresJournal(t *testing.T) {
 	for _, r := range results {
 		if r.code == 0 {
 			won++
+		} else if !strings.Contains(r.stderr, "call 2 was just decided by ") || !strings.Contains(r.stderr, "(abandon, ") ||
+			!strings.Contains(r.stderr, "nothing was done") || !strings.Contains(r.stderr, "show 2") {
+			t.Errorf("the loser of two abandons is not told who won:\n%s", r)
 		}
 	}
 	if won != 1 {

@@ -78,10 +78,12 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 }
 
 // csvHeader: one row per call, per attempt and per decision, so a
-// spreadsheet can filter by record type and join on call_id.
+// spreadsheet can filter by record type and join on call_id. Columns are
+// only ever added at the end, so a sheet that reads them by position keeps
+// working.
 var csvHeader = []string{"record", "call_id", "server", "tool", "kind", "key", "state", "reason", "conflict",
 	"created_at", "updated_at", "attempt", "session", "rpc_id", "sent_at", "ended_at", "outcome", "clock",
-	"action", "operator", "at", "note", "json", "decision_id", "prev_hash", "hash"}
+	"action", "operator", "at", "note", "json", "decision_id", "prev_hash", "hash", "host"}
 
 func exportCSV(ctx context.Context, e *env, j *pending.Journal, since time.Time) error {
 	w := csv.NewWriter(e.stdout)
@@ -99,7 +101,7 @@ func exportCSV(ctx context.Context, e *env, j *pending.Journal, since time.Time)
 			}
 			return w.Write(r)
 		}
-		if err := row("call", "", "", "", "", "", "", "", "", "", "", "", string(c.Args), "", "", ""); err != nil {
+		if err := row("call", "", "", "", "", "", "", "", "", "", "", "", string(c.Args), "", "", "", ""); err != nil {
 			return err
 		}
 		for _, a := range c.Attempts {
@@ -112,7 +114,7 @@ func exportCSV(ctx context.Context, e *env, j *pending.Journal, since time.Time)
 				body = a.Error
 			}
 			if err := row("attempt", strconv.Itoa(a.N), strconv.Itoa(a.Session), a.RPCID, stamp(a.SentAt), ended,
-				string(a.Outcome), a.Clock, "", "", "", a.Reason, string(body), "", "", ""); err != nil {
+				string(a.Outcome), a.Clock, "", "", "", a.Reason, string(body), "", "", "", ""); err != nil {
 				return err
 			}
 		}
@@ -122,7 +124,7 @@ func exportCSV(ctx context.Context, e *env, j *pending.Journal, since time.Time)
 				attempt = strconv.Itoa(d.Attempt)
 			}
 			if err := row("decision", attempt, "", "", "", "", "", "", string(d.Action), d.Operator, stamp(d.At),
-				d.Note, string(d.Evidence), strconv.FormatInt(d.ID, 10), d.PrevHash, d.Hash); err != nil {
+				d.Note, string(d.Evidence), strconv.FormatInt(d.ID, 10), d.PrevHash, d.Hash, d.Host); err != nil {
 				return err
 			}
 		}

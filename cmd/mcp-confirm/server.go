@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -354,7 +355,12 @@ func exitFor(e *env, g *globalOpts, cmd string, res guard.Result, err error) int
 				cmd, trimClass(msg), self, retention.CallID)
 			return exitBadInput
 		case errors.Is(err, guard.ErrNotAllowed):
-			fmt.Fprintf(e.stderr, "mcp-confirm %s: %s.\nRun '%s show ID' to see the call's state and history.\n", cmd, trimClass(msg), self)
+			id := "ID"
+			var decided *pending.DecidedError
+			if errors.As(err, &decided) {
+				id = strconv.FormatInt(decided.CallID, 10)
+			}
+			fmt.Fprintf(e.stderr, "mcp-confirm %s: %s.\nRun '%s show %s' to see the call's state and history.\n", cmd, trimClass(msg), self, id)
 			return exitBadInput
 		case errors.Is(err, guard.ErrHeld):
 			fmt.Fprintf(e.stderr, "mcp-confirm %s: %s.\n", cmd, trimClass(msg))

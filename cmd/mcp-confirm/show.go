@@ -142,7 +142,7 @@ func printCall(w io.Writer, c pending.Call, policy *guard.Policy, now time.Time)
 		}
 	}
 	for _, d := range c.Decisions {
-		fmt.Fprintf(w, "  decision %s by %s at %s", d.Action, termtext.Line(d.Operator), stamp(d.At))
+		fmt.Fprintf(w, "  decision %s by %s%s at %s", d.Action, termtext.Line(d.Operator), onHost(d.Host), stamp(d.At))
 		if d.Attempt != 0 {
 			fmt.Fprintf(w, " (attempt %d)", d.Attempt)
 		}
@@ -194,4 +194,12 @@ func retentionLine(policy *guard.Policy, c pending.Call, now time.Time) string {
 	}
 	return fmt.Sprintf("%s left: the server keeps keys %s (policy key_retention), until %s; a retry after that may do it twice",
 		left.Round(time.Second), r, stamp(c.CreatedAt.Add(r)))
+}
+
+// onHost is " on HOST" for a decision that recorded where it was made.
+func onHost(host string) string {
+	if host == "" {
+		return ""
+	}
+	return " on " + termtext.Name(host)
 }

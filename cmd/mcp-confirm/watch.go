@@ -82,7 +82,7 @@ func changeLine(c pending.Change) string {
 	at := c.At.UTC().Format(time.RFC3339)
 	head := fmt.Sprintf("%s  call %d %s", at, c.CallID, termtext.Name(c.Tool))
 	if c.Type == pending.ChangeDecision {
-		s := fmt.Sprintf("%s  %s by %s", head, c.Action, termtext.Name(c.Operator))
+		s := fmt.Sprintf("%s  %s by %s%s", head, c.Action, termtext.Name(c.Operator), onHost(c.Host))
 		if c.Attempt > 0 {
 			s += fmt.Sprintf(" (attempt %d)", c.Attempt)
 		}
