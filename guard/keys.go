@@ -14,6 +14,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/mcp-confirm/mcp-confirm/canonical"
+	"github.com/mcp-confirm/mcp-confirm/pending"
 )
 
 // KeySource makes idempotency keys. The default is a ULID from crypto
@@ -163,4 +164,28 @@ func legacyFingerprint(args map[string]any, keyArg string) string {
 	b, _ := json.Marshal(clean)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// StoredFingerprints are the fingerprints a journaled call's stored
+// arguments could have been made of, unsealed: both forms, with no key
+// argument and with each top-level argument that holds the call's key
+// (which one the tool declared is not stored). pending.Copy seals each
+// under the source's secret to find the one the call was recorded with.
+// A call whose arguments were redacted matches none of them.
+func StoredFingerprints(c pending.Call) []string {
+	args, err := decodeObject(c.Args)
+	if err != nil {
+		return nil
+	}
+	keyArgs := []string{""}
+	for name, v := range args {
+		if s, ok := v.(string); ok && s == c.Key {
+			keyArgs = append(keyArgs, name)
+		}
+	}
+	var out []string
+	for _, k := range keyArgs {
+		out = append(out, Fingerprint(args, k), legacyFingerprint(args, k))
+	}
+	return out
 }

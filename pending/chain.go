@@ -150,7 +150,13 @@ func (r chainRow) hash() (string, error) {
 // transaction as the decision and whatever it changed.
 func (j *Journal) appendDecision(ctx context.Context, c *sql.Conn, callID int64, action Action, operator, at, note string,
 	evidence json.RawMessage, attempt int) error {
-	host := j.host
+	return j.appendDecisionAs(ctx, c, callID, action, operator, j.host, at, note, evidence, attempt)
+}
+
+// appendDecisionAs is appendDecision of a decision made on host (a copy
+// of another journal's, Copy).
+func (j *Journal) appendDecisionAs(ctx context.Context, c *sql.Conn, callID int64, action Action, operator, host, at, note string,
+	evidence json.RawMessage, attempt int) error {
 	if j.pg != nil {
 		// Decisions take turns on the chain's lock: the write took it
 		// before it began (deciding, pg.go); taken again here, it is free for

@@ -116,6 +116,9 @@ const (
 	// the same key, because the server provably had not run the attempt
 	// before (over HTTP: it no longer knew the session, SPEC §9).
 	EventResent = "resent"
+	// EventCopied: the call was copied from another journal (Copy); the
+	// detail names it and the call's id there.
+	EventCopied = "copied"
 )
 
 // ReasonRecovered is the reason a call left in flight by a dead process gets.

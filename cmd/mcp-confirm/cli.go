@@ -135,7 +135,7 @@ or journal is given, else over the server after -- (or --config/--server).`,
 		c.decideCommand("ack", "ID", "you have seen a call that settled late: identical calls are sent again",
 			"  mcp-confirm ack 17"),
 		c.reconcileCommand(),
-		c.listCommand(), c.showCommand(), c.exportCommand(), c.statsCommand(), c.reportCommand(), c.watchCommand(), c.verifyCommand(),
+		c.listCommand(), c.showCommand(), c.exportCommand(), c.statsCommand(), c.reportCommand(), c.watchCommand(), c.verifyCommand(), c.journalCommand(),
 		c.proxyCommand(), c.initCommand(), c.uninstallCommand(), c.demoServerCommand(), c.versionCommand(),
 	)
 	// cobra adds these two itself; made now so their help reads like the rest.
