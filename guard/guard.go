@@ -108,7 +108,7 @@ type sendState struct {
 // Guard.HandleLateResult so answers that come after a timeout are kept.
 func New(j *pending.Journal, srv Server, opts Options) *Guard {
 	if opts.Operator == "" {
-		opts.Operator = OSUser()
+		opts.Operator = DefaultOperator()
 	}
 	if opts.Keys == nil {
 		opts.Keys = &ulidKeys{entropy: rand.Reader, now: func() uint64 { return uint64(time.Now().UnixMilli()) }}
@@ -129,8 +129,15 @@ func newJitter() *mrand.Rand {
 	return mrand.New(mrand.NewChaCha8(seed))
 }
 
-// OSUser is the operator name recorded on decisions.
-func OSUser() string {
+// DefaultOperator is the operator name recorded on decisions:
+// $MCP_CONFIRM_OPERATOR when set (a team's journal, where one OS account,
+// a shared bastion's or a CI runner's, is used by several people), else
+// the OS user. Like a git author, it is what the process says, not a proof
+// of who is at the keyboard.
+func DefaultOperator() string {
+	if op := strings.TrimSpace(os.Getenv("MCP_CONFIRM_OPERATOR")); op != "" {
+		return op
+	}
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		return u.Username
 	}

@@ -206,3 +206,50 @@ func TestConcurrentDecisionsOneWins(t *testing.T) {
 		t.Fatalf("decisions written: %+v, want exactly one", c.Decisions)
 	}
 }
+
+// TestChangedWakesWatchers: on PostgreSQL a write by another journal
+// handle (another process) closes the channel Changed gave every watcher,
+// at its commit, so consoles redraw without waiting for a poll. On SQLite
+// there is nothing to wait on: Changed is nil and DataVersion is polled.
+func TestChangedWakesWatchers(t *testing.T) {
+	ctx := context.Background()
+	db := testDB(t, "")
+	a := openTest(t, db)
+	b := openTest(t, db)
+	if testBackend != "postgres" {
+		if b.Changed() != nil {
+			t.Fatal("Changed on SQLite is not nil")
+		}
+		return
+	}
+	// The listener starts on first use and counts its LISTEN as a change:
+	// wait for that, so that what wakes the watchers below is the write.
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if v, _ := b.DataVersion(ctx); v > 0 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("the listener did not start")
+		}
+	}
+	before, _ := b.DataVersion(ctx)
+	w1, w2 := b.Changed(), b.Changed()
+	if _, err := a.RecordIntent(ctx, intent("create_order", `{"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range []<-chan struct{}{w1, w2} {
+		select {
+		case <-w:
+		case <-time.After(10 * time.Second): // a bound on a hang, not a measurement
+			t.Fatalf("watcher %d was not woken by the other journal's write", i)
+		}
+	}
+	if after, _ := b.DataVersion(ctx); after == before {
+		t.Fatal("woken, but DataVersion did not move")
+	}
+	select {
+	case <-b.Changed():
+		t.Fatal("a fresh Changed is closed with no write since")
+	default:
+	}
+}

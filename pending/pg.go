@@ -92,6 +92,10 @@ type pgBackend struct {
 
 	listenOnce sync.Once
 	version    atomic.Int64
+	// changedMu guards changed, closed (and replaced) at each notice so
+	// that any number of watchers wake at once (Journal.Changed).
+	changedMu sync.Mutex
+	changed   chan struct{}
 	stopListen context.CancelFunc
 	listenDone chan struct{}
 }
@@ -384,6 +388,28 @@ func (p *pgBackend) dataVersion() int64 {
 	return p.version.Load()
 }
 
+// bump counts a notice (or a reconnect) and wakes the watchers.
+func (p *pgBackend) bump() {
+	p.version.Add(1)
+	p.changedMu.Lock()
+	if p.changed != nil {
+		close(p.changed)
+		p.changed = nil
+	}
+	p.changedMu.Unlock()
+}
+
+// wake is closed at the next notice.
+func (p *pgBackend) wake() <-chan struct{} {
+	p.listenOnce.Do(p.listen)
+	p.changedMu.Lock()
+	defer p.changedMu.Unlock()
+	if p.changed == nil {
+		p.changed = make(chan struct{})
+	}
+	return p.changed
+}
+
 func (p *pgBackend) listen() {
 	ctx, cancel := context.WithCancel(context.Background())
 	p.stopListen, p.listenDone = cancel, make(chan struct{})
@@ -393,10 +419,10 @@ func (p *pgBackend) listen() {
 			conn, err := pgx.ConnectConfig(ctx, p.config)
 			if err == nil {
 				if _, err = conn.Exec(ctx, "LISTEN "+pgChannel); err == nil {
-					p.version.Add(1) // what was missed while away is re-read
+					p.bump() // what was missed while away is re-read
 					for err == nil {
 						if _, err = conn.WaitForNotification(ctx); err == nil {
-							p.version.Add(1)
+							p.bump()
 						}
 					}
 				}

@@ -130,6 +130,18 @@ type versionConn struct {
 	conn *sql.Conn
 }
 
+// Changed is closed when the journal may have changed since it was
+// called, where the backend is told of changes: on PostgreSQL, at the next
+// notice of the journal's channel (every write sends one at commit). On
+// SQLite it is nil, and DataVersion is polled. Take it before reading
+// DataVersion, so that a change between the two is not missed.
+func (j *Journal) Changed() <-chan struct{} {
+	if j.pg == nil {
+		return nil
+	}
+	return j.pg.wake()
+}
+
 // DataVersion returns a number that changes whenever any connection, in
 // this process or another, commits to the journal. Watchers poll it cheaply
 // (one PRAGMA, no table read) and reload only when it moves.

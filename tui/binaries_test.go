@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/mcp-confirm/mcp-confirm/internal/pgtest"
 	"github.com/mcp-confirm/mcp-confirm/internal/testbin"
 )
 
@@ -11,7 +12,9 @@ import (
 // into one temporary folder (removed by TestMain).
 var bins testbin.Binaries
 
-func TestMain(m *testing.M) { os.Exit(bins.Run(m)) }
+// The PostgreSQL cluster of the tests that use one (pgtest) is stopped
+// after them.
+func TestMain(m *testing.M) { os.Exit(pgtest.Finish(bins.Run(m))) }
 
 // buildBinary builds a main package (a path relative to tui/) once.
 func buildBinary(t *testing.T, pkg, name string) string {
