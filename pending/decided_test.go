@@ -3,6 +3,7 @@ package pending
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -252,4 +253,67 @@ func TestChangedWakesWatchers(t *testing.T) {
 		t.Fatal("a fresh Changed is closed with no write since")
 	default:
 	}
+}
+
+// loseCommitReply makes the next COMMIT of j fail without an answer: after
+// committing (committed) or before (not). Later commits go through.
+func loseCommitReply(j *Journal, committed bool) {
+	var once sync.Once
+	j.pg.commitFault = func(commit func() error) error {
+		faulted := false
+		once.Do(func() { faulted = true })
+		if !faulted {
+			return commit()
+		}
+		if committed {
+			if err := commit(); err != nil {
+				return err
+			}
+		}
+		return io.ErrUnexpectedEOF
+	}
+}
+
+// TestIntentCommitUnconfirmed: an intent whose COMMIT gets no reply (the
+// connection to PostgreSQL broke) is refused either way, so nothing is
+// sent; if it had committed, it is settled as failed, not sent, rather
+// than left in flight to be recovered one day as unknown.
+func TestIntentCommitUnconfirmed(t *testing.T) {
+	if testBackend != "postgres" {
+		t.Skip("SQLite answers every COMMIT")
+	}
+	ctx := context.Background()
+
+	t.Run("committed, reply lost", func(t *testing.T) {
+		j := openTest(t, "")
+		loseCommitReply(j, true)
+		_, err := j.RecordIntent(ctx, intent("create_order", `{"n":1}`))
+		if !errors.Is(err, ErrCommitUnconfirmed) || !strings.Contains(err.Error(), "recorded as call 1, now failed (not sent)") {
+			t.Fatalf("intent: %v", err)
+		}
+		c, err := j.Get(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.State != StateFailed || c.Reason != ReasonIntentUnconfirmed || c.Attempts[0].Outcome != OutcomeFailed {
+			t.Fatalf("the unconfirmed intent is %s (%q), attempt %s; want failed, not sent", c.State, c.Reason, c.Attempts[0].Outcome)
+		}
+	})
+
+	t.Run("not committed", func(t *testing.T) {
+		j := openTest(t, "")
+		loseCommitReply(j, false)
+		_, err := j.RecordIntent(ctx, intent("create_order", `{"n":1}`))
+		if !errors.Is(err, ErrCommitUnconfirmed) || !strings.Contains(err.Error(), "it was not recorded, and nothing was sent") {
+			t.Fatalf("intent: %v", err)
+		}
+		if n, err := j.Counts(ctx); err != nil || total(n) != 0 {
+			t.Fatalf("journal holds %v calls (%v), want none", n, err)
+		}
+		// The broken connection was dropped, not given back with its
+		// transaction open: the same intent now commits.
+		if _, err := j.RecordIntent(ctx, intent("create_order", `{"n":1}`)); err != nil {
+			t.Fatalf("the intent again: %v", err)
+		}
+	})
 }

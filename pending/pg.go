@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -89,6 +90,10 @@ type pgBackend struct {
 	ownerMu sync.Mutex // the owner lock's connection runs one query at a time
 	owner   *pgOwnerLock
 	writes  sync.WaitGroup // writes under way, which Close waits for
+
+	// commitFault, set by tests only, runs in place of each COMMIT: it may
+	// call commit and then lose its reply, or fail without calling it.
+	commitFault func(commit func() error) error
 
 	listenOnce sync.Once
 	version    atomic.Int64
@@ -282,21 +287,48 @@ func (p *pgBackend) tx(ctx context.Context, j *Journal, level durability, fn fun
 		return false, err
 	}
 	ended = true
+	var unconfirmed error
 	err = c.Raw(func(dc any) error {
 		// database/sql hides COMMIT's reply, and PostgreSQL answers COMMIT
 		// of a transaction a statement failed in with ROLLBACK, not an
 		// error: an intent would seem committed that is not.
-		tag, err := dc.(*pgConn).Conn.Conn().Exec(ctx, "COMMIT")
-		if err == nil && tag.String() != "COMMIT" {
-			err = fmt.Errorf("the server rolled the transaction back (%s)", tag)
+		commit := func() error {
+			tag, err := dc.(*pgConn).Conn.Conn().Exec(ctx, "COMMIT")
+			if err == nil && tag.String() != "COMMIT" {
+				return &pgconn.PgError{Code: "25P02", Message: fmt.Sprintf("the server rolled the transaction back (%s)", tag)}
+			}
+			return err
+		}
+		var err error
+		if p.commitFault != nil {
+			err = p.commitFault(commit)
+		} else {
+			err = commit()
+		}
+		var pe *pgconn.PgError
+		if err != nil && !errors.As(err, &pe) {
+			// No reply: the connection broke, or the clock ran out, with
+			// COMMIT on its way. It may have committed. The connection is
+			// dropped (its transaction, if still open, dies with it).
+			unconfirmed = err
+			return driver.ErrBadConn
 		}
 		return err
 	})
+	if unconfirmed != nil {
+		return true, fmt.Errorf("commit: %w (%v)", ErrCommitUnconfirmed, unconfirmed)
+	}
 	if err != nil {
 		return true, fmt.Errorf("commit: %w", err)
 	}
 	return true, nil
 }
+
+// ErrCommitUnconfirmed: the journal's server gave no answer to a COMMIT
+// (the connection broke on the way), so the write may or may not have
+// committed. Not retried: a write is run again only when it surely did not.
+var ErrCommitUnconfirmed = errors.New("the journal did not confirm the commit")
+
 
 // forUpdate is the clause that locks the rows a write's read decides on
 // (of table alias, when the query joins): PostgreSQL's FOR UPDATE; on
@@ -568,3 +600,39 @@ func HidePassword(db string) string {
 func HasPassword(db string) bool { return IsPostgres(db) && HidePassword(db) != db }
 
 var pgPasswordField = regexp.MustCompile(`(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
+
+// ReasonIntentUnconfirmed is the reason of a call whose intent the journal
+// committed without confirming it (ErrCommitUnconfirmed): it was not sent.
+const ReasonIntentUnconfirmed = "not sent: the journal did not confirm the commit of its intent"
+
+// settleUnconfirmedIntent follows an intent whose COMMIT was not answered.
+// Nothing was sent either way (the caller sends only after a confirmed
+// commit). But if it did commit, it is in flight under this live process,
+// and would one day be recovered as unknown: a write that was never sent,
+// shown as one that may have happened. So once the journal answers again
+// (it is retried for a while, as after a server restart) the call is
+// looked up by its key and, if there, settled as failed, not sent.
+func (j *Journal) settleUnconfirmedIntent(ctx context.Context, in Intent, cause error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pgWriteTimeout)
+	defer cancel()
+	for {
+		var id int64
+		err := j.read.QueryRowContext(ctx, "SELECT id FROM calls WHERE server = ? AND tool = ? AND key = ? AND owner = ? AND state = 'in_flight'",
+			in.Server, in.Tool, in.Key, j.Owner()).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w; it was not recorded, and nothing was sent", cause)
+		}
+		if err == nil {
+			err = j.RecordOutcome(ctx, id, 1, Outcome{Event: EventFailed, Reason: ReasonIntentUnconfirmed})
+			if err == nil {
+				return fmt.Errorf("%w; it was recorded as call %d, now failed (not sent): nothing was sent", cause, id)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w; nothing was sent, but whether it was recorded cannot be read (%v): "+
+				"if it was, it stays in flight until recovery makes it unknown", cause, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

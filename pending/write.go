@@ -130,6 +130,9 @@ func (j *Journal) RecordIntent(ctx context.Context, in Intent) (Call, error) {
 			id, in.Session, j.Owner(), ts)
 		return err
 	})
+	if errors.Is(err, ErrCommitUnconfirmed) {
+		return Call{}, j.settleUnconfirmedIntent(ctx, in, err)
+	}
 	if err != nil {
 		return Call{}, err
 	}
