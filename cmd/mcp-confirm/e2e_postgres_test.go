@@ -1,9 +1,15 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/mcp-confirm/mcp-confirm/internal/pgtest"
 )
@@ -52,4 +58,60 @@ func TestE2EPostgresJournal(t *testing.T) {
 		t.Fatalf("show after two abandons:\n%s", show)
 	}
 	wantExit(t, w.run("verify"), 0, "verify")
+}
+
+// TestE2EPostgresVerify: verify on a team journal: intact; its export
+// verified offline with the same head; then a decision deleted by hand
+// (the triggers dropped, as a database owner could) is named, exit 1, and
+// the export made before still verifies, with the head that shows it.
+func TestE2EPostgresVerify(t *testing.T) {
+	w := newWorld(t, t.TempDir())
+	w.journal = pgtest.Database(t)
+	for i := range 2 {
+		args := fmt.Sprintf(`{"item":"widget","quantity":%d,"buyer":"alice"}`, i+1)
+		wantExit(t, w.call(args, []string{"--timeout", "1s"}, "--hang-after-commit", "1"), 3, "lost write")
+	}
+	wantExit(t, w.run("note", "1", "asked the shop"), 0, "note")
+	wantExit(t, w.run("abandon", "1", "--note", "cancelled"), 0, "abandon")
+	wantExit(t, w.run("mark", "2", "applied", "--note", "order found"), 0, "mark")
+
+	clean := w.run("verify")
+	wantExit(t, clean, 0, "verify a clean log")
+	if !strings.Contains(clean.stdout, "decision log intact: 3 decisions, head decision 3 sha256 ") {
+		t.Fatalf("verify says:\n%s", clean)
+	}
+	head := clean.stdout[strings.LastIndex(clean.stdout, " ")+1:]
+
+	exp := w.run("export")
+	wantExit(t, exp, 0, "export")
+	file := filepath.Join(w.dir, "log.jsonl")
+	if err := os.WriteFile(file, []byte(exp.stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	offline := cliIn(t, w.bin, w.dir, "", "verify", "--from", file)
+	wantExit(t, offline, 0, "verify the export")
+	if !strings.HasSuffix(offline.stdout, head) {
+		t.Fatalf("the export's head differs from the journal's (%s):\n%s", head, offline)
+	}
+
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, w.journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DELETE FROM decisions WHERE id = 2"); err == nil {
+		t.Fatal("a decision was deleted with the triggers in place")
+	}
+	for _, q := range []string{"ALTER TABLE decisions DISABLE TRIGGER USER", "DELETE FROM decisions WHERE id = 2"} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	broken := w.run("verify")
+	wantExit(t, broken, 1, "verify after a decision was deleted")
+	if !strings.Contains(broken.stdout, "broken at decision 3") || !strings.Contains(broken.stdout, "does not follow decision 1") {
+		t.Fatalf("verify after the deletion says:\n%s", broken)
+	}
+	wantExit(t, cliIn(t, w.bin, w.dir, "", "verify", "--from", file), 0, "the export made before still verifies")
 }
