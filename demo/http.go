@@ -23,8 +23,11 @@ const EndpointPath = "/mcp"
 // ctx ends, logging the URL it bound (port 0 picks one). With
 // opts.CutAfterCommit, the first N create_order executions commit and then
 // their connection is closed without the response: the lost response of a
-// load balancer's cut, the case mcp-confirm exists for. With
+// load balancer's cut, the case mcp-confirm exists for. The server keeps
+// its SSE events, so a stream that carried events (progress, with
+// opts.Delay) before the cut can be resumed, and the answer recovered. With
 // opts.ExpireSessions, each create_order's session is expired after it.
+// opts.Protocols restricts the protocol versions it offers.
 func ServeHTTP(ctx context.Context, opts Options) error {
 	s, stop, err := start(ctx, opts)
 	if err != nil {
@@ -36,14 +39,18 @@ func ServeHTTP(ctx context.Context, opts Options) error {
 		return &ListenError{Addr: opts.HTTPAddr, What: "MCP over HTTP", Err: err}
 	}
 	mux := http.NewServeMux()
+	// Events are kept (in memory), so that a client whose response stream
+	// broke may resume it with Last-Event-ID and be sent what it missed.
 	var h http.Handler = withCut(server.NewStreamableHTTPServer(s.mcp,
-		server.WithEndpointPath(EndpointPath), server.WithStreamableHTTPLogger(s.log)))
+		server.WithEndpointPath(EndpointPath), server.WithStreamableHTTPLogger(s.log),
+		server.WithEventStore(server.NewInMemoryEventStore()),
+		server.WithStreamableHTTPProtocolVersions(opts.Protocols...)))
 	if opts.ExpireSessions {
 		h = expireSessions(h, s.log)
 	}
 	mux.Handle(EndpointPath, h)
 	// A cut connection makes net/http complain of writes on it: debug, not noise.
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ConnContext: withConn,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
@@ -64,26 +71,29 @@ func ServeHTTP(ctx context.Context, opts Options) error {
 	}
 }
 
-type cutKey struct{}
+type (
+	cutKey  struct{}
+	connKey struct{}
+)
 
 // withCut gives each request's context a function that closes its
-// connection at once, without a response; the tool handler runs on the
-// request's own goroutine, so it may hijack the connection.
+// connection at once, without a response. It closes the net.Conn itself
+// (safe from any goroutine) rather than hijack the ResponseWriter: mcp-go
+// may be flushing progress events on it from a goroutine of its own, and
+// a hijack races with that flush.
 func withCut(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cut := func() bool {
-			hj, ok := w.(http.Hijacker)
-			if !ok {
-				return false
-			}
-			conn, _, err := hj.Hijack()
-			if err != nil {
-				return false
-			}
-			return conn.Close() == nil
+			conn, ok := r.Context().Value(connKey{}).(net.Conn)
+			return ok && conn.Close() == nil
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), cutKey{}, cut)))
 	})
+}
+
+// withConn puts each connection into its requests' contexts, for withCut.
+func withConn(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
 }
 
 // expireSessions answers 404 to every request on a session that has made a

@@ -158,8 +158,11 @@ func (s *Server) hangAfterCommit(next server.ToolHandlerFunc) server.ToolHandler
 		}
 		if cut, ok := ctx.Value(cutKey{}).(func() bool); ok && s.opts.CutAfterCommit > 0 {
 			if cut() {
+				// The answer is still the answer: it cannot reach this
+				// connection, but it goes into the event store, whence a
+				// client that resumes the stream gets it.
 				s.log.Warn("committed, connection closed without the answer (--cut-after-commit)", "key", idempotencyKey(req))
-				return nil, errors.New("connection cut after commit (--cut-after-commit)")
+				return res, err
 			}
 			s.log.Error("--cut-after-commit: the connection could not be cut; answering", "key", idempotencyKey(req))
 			return res, err

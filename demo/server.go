@@ -46,6 +46,11 @@ type Options struct {
 	// as a server that expires sessions answers: the client must start a
 	// new session.
 	ExpireSessions bool
+	// Protocols, over HTTP: the protocol versions the server advertises
+	// (server/discover); none means every version mcp-go implements. Only
+	// 2025 versions: clients initialize a session, whose streams can be
+	// resumed (2026-07-28 removed resumption).
+	Protocols []string
 	// HTTPAddr is the host:port ServeHTTP listens on (port 0 picks one).
 	HTTPAddr string
 	// AnswerAfter, with HangAfterCommit, makes those executions answer

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/mcp-confirm/mcp-confirm/demo"
@@ -33,6 +34,9 @@ and logs the URL it bound (127.0.0.1:0 picks a free port); there
 --cut-after-commit N closes the first N create_order connections after the
 order is committed, without the response; --expire-sessions forgets each
 create_order's session after it, answering 404 to what comes on it next.
+The server keeps its SSE events, so a cut stream that carried events (with
+--delay, progress) can be resumed; --protocols 2025-11-25 keeps clients on a
+session, where streams resume (2026-07-28 removed resumption).
 
 --dedupe-window is for clients that send no key: an identical keyless
 create_order within the window is not ordered again (intentional_repeat:
@@ -51,6 +55,7 @@ address it bound (127.0.0.1:0 picks a free port).`,
 	fs.StringVar(&o.HTTPAddr, "http", "", "serve MCP over Streamable HTTP at http://ADDR/mcp, not stdio (HOST:PORT; port 0 picks one, logged)")
 	fs.IntVar(&o.CutAfterCommit, "cut-after-commit", 0, "with --http: the first N create_order executions commit, then their connection is closed unanswered")
 	fs.BoolVar(&o.ExpireSessions, "expire-sessions", false, "with --http: after each create_order, its session is expired (later requests on it get 404)")
+	fs.StringSliceVar(&o.Protocols, "protocols", nil, "with --http: the protocol versions offered, comma-separated (default: all mcp-go knows); 2025 versions only make clients keep a session, whose streams resume")
 	fs.DurationVar(&o.AnswerAfter, "answer-after", 0, "with --hang-after-commit: answer after all, this long after the commit (a late, not lost, response)")
 	fs.IntVar(&o.UnusableAnswer, "unusable-answer", 0, "the first N create_order answers are replaced by a line that is not a usable tool result (kind drawn per answer with --seed)")
 	fs.IntVar(&o.AnswerTwice, "answer-twice", 0, "the first N create_order answers are written twice; the second copy differs (another order_id) when the order id is odd")
@@ -95,6 +100,10 @@ func runDemoServer(ctx context.Context, e *env, o demo.Options, scope string, po
 		return demoUsageError(e, "--cut-after-commit is for --http (over stdio, --hang-after-commit loses the answer)")
 	case o.ExpireSessions && o.HTTPAddr == "":
 		return demoUsageError(e, "--expire-sessions is for --http (a stdio server has no sessions to expire)")
+	case len(o.Protocols) > 0 && o.HTTPAddr == "":
+		return demoUsageError(e, "--protocols is for --http (a stdio demo answers the version its client asks for)")
+	case badProtocol(o.Protocols) != "":
+		return demoUsageError(e, "--protocols: "+strconv.Quote(badProtocol(o.Protocols))+" is not a protocol version mcp-go knows (such as 2025-11-25)")
 	case o.HTTPAddr != "" && (o.UnusableAnswer > 0 || o.AnswerTwice > 0):
 		return demoUsageError(e, "--unusable-answer and --answer-twice are stdio faults; not with --http")
 	case o.FailRate < 0 || o.FailRate > 1:
@@ -153,4 +162,15 @@ func demoOpenHint(err error) string {
 			"fix the permissions, or give --db another path"
 	}
 	return "Check that the --db file is a demo database and not locked by another program"
+}
+
+// badProtocol returns the first of versions that is not a protocol version
+// mcp-go knows, or "".
+func badProtocol(versions []string) string {
+	for _, v := range versions {
+		if !mcp.IsValidProtocolVersion(v) {
+			return v
+		}
+	}
+	return ""
 }
