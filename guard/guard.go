@@ -550,6 +550,9 @@ func (g *Guard) settle(ctx context.Context, a *attempt) (Result, error) {
 	if a.replayed {
 		_ = g.j.RecordEvent(ctx, pending.EventDedupeHit, id, "server replayed a stored result")
 	}
+	if a.out.Resumed {
+		_ = g.j.RecordEvent(ctx, pending.EventResumed, id, fmt.Sprintf("attempt %d: %s", a.n, mcpclient.ReasonResumed))
+	}
 	if a.out.Why != "" {
 		// Not a usable answer: the call is unknown, the bytes are evidence.
 		_ = g.j.RecordEvent(ctx, pending.EventUnusableAnswer, id, a.mask.detail(answerDetail(a.n, mcpclient.LateResult{
@@ -642,8 +645,17 @@ func (g *Guard) startSending(tool, key string) (st *sendState, settled func() []
 	}
 }
 
-// outcomeOf maps what the session saw to what the journal records.
+// outcomeOf maps what the session saw to what the journal records. An
+// answer that came on a resumed stream says so in its reason.
 func outcomeOf(out mcpclient.Delivery) (o pending.Outcome, replayed bool) {
+	o, replayed = answerOutcome(out)
+	if out.Resumed {
+		o.Reason = strings.TrimPrefix(o.Reason+"; "+mcpclient.ReasonResumed, "; ")
+	}
+	return o, replayed
+}
+
+func answerOutcome(out mcpclient.Delivery) (o pending.Outcome, replayed bool) {
 	switch out.Kind {
 	case mcpclient.DeliveryResult:
 		sig := readSignals(out.ResultJSON)

@@ -31,14 +31,16 @@ type httpTap struct {
 
 // exchange is what the tap saw of the latest tools/call request of one call.
 type exchange struct {
-	id          string // its JSON-RPC id, as text (rpcIDText)
-	connected   bool   // a connection was obtained: bytes may have left
-	sessionSent bool   // the request carried an Mcp-Session-Id
-	status      int    // 0: no response headers came
-	answer      []byte // the JSON-RPC response with our id; nil if none came
-	lastEventID string // the last SSE event id seen on its stream
-	broken      error  // the response stream broke (not a clean end)
-	err         error  // what RoundTrip returned, if it failed
+	id          string      // its JSON-RPC id, as text (rpcIDText)
+	connected   bool        // a connection was obtained: bytes may have left
+	sessionSent bool        // the request carried an Mcp-Session-Id
+	status      int         // 0: no response headers came
+	answer      []byte      // the JSON-RPC response with our id; nil if none came
+	lastEventID string      // the last SSE event id seen on its stream
+	header      http.Header // the request's headers (session, protocol version, authorization), for a resume
+	broken      error       // the response stream broke (not a clean end)
+	resumed     bool        // the answer came on a stream resumed with Last-Event-ID (Remote.resume)
+	err         error       // what RoundTrip returned, if it failed
 }
 
 func newHTTPTap(base http.RoundTripper) *httpTap {
@@ -140,7 +142,7 @@ func (t *httpTap) exchangeOf(req *http.Request) *exchange {
 	}
 	// A multi round-trip call sends several requests; only the latest can
 	// carry its outcome.
-	x := &exchange{id: rpcIDText(string(head.ID)), sessionSent: req.Header.Get("Mcp-Session-Id") != ""}
+	x := &exchange{id: rpcIDText(string(head.ID)), sessionSent: req.Header.Get("Mcp-Session-Id") != "", header: req.Header.Clone()}
 	t.calls[token] = x
 	return x
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -146,7 +147,7 @@ func (r *Remote) session(ctx context.Context) (*remoteSession, error) {
 
 func (r *Remote) connect(ctx context.Context, n int) (*remoteSession, error) {
 	tr, err := transport.NewStreamableHTTP(r.spec.URL, transport.WithHTTPBasicClient(r.httpc),
-		transport.WithHTTPHeaders(r.spec.Headers))
+		transport.WithHTTPHeaders(r.spec.Headers), transport.WithHTTPLogger(slog.New(debugOnly{r.opts.Logger.Handler()})))
 	if err != nil {
 		return nil, err
 	}
@@ -329,15 +330,24 @@ func (r *Remote) callOnce(ctx context.Context, tool string, args map[string]any,
 
 	began := time.Now()
 	_, err = s.mc.CallTool(callCtx, toolsCallRequest(tool, args, token, o))
+	x := r.tap.done(token)
+	if canResume(s, x) && callCtx.Err() == nil {
+		// The stream broke after the server gave it event ids: ask for the
+		// rest, within the call's clocks (progress on it resets the idle one).
+		var why error
+		if x, why = r.resume(callCtx, x, clocks.progress); why != nil {
+			r.opts.Logger.Debug("stream not resumed", "tool", tool, "id", x.id, "err", why)
+		}
+	}
 	clocks.stop()
 	r.mu.Lock()
 	delete(r.progress, token)
 	r.mu.Unlock()
-	x := r.tap.done(token)
 
 	reason, reasonErr := unknownReason(err, ctx, callCtx, false)
 	out := decideHTTP(x, err, reason, reasonErr)
 	out.Session, out.EndedAt = s.n, time.Now()
+	out.Resumed = x.resumed && out.Kind != DeliveryUnknown
 	if out.Kind != DeliveryNotSent {
 		out.SentAt, out.RPCID = began, x.id
 		events.sent(x.id)
@@ -439,3 +449,22 @@ func (c *callClocks) stop() {
 		c.abs.Stop()
 	}
 }
+
+// debugOnly passes mcp-go's transport logs on at debug level. Its errors
+// ("SSE stream error" on a cut stream) are what the tap sees and Remote
+// reports as an outcome: shown as errors too, they would tell the user of
+// a failure twice, once without its meaning.
+type debugOnly struct{ slog.Handler }
+
+func (d debugOnly) Enabled(ctx context.Context, _ slog.Level) bool {
+	return d.Handler.Enabled(ctx, slog.LevelDebug)
+}
+
+func (d debugOnly) Handle(ctx context.Context, rec slog.Record) error {
+	rec.Level = slog.LevelDebug
+	rec.AddAttrs(slog.String("from", "mcp-go"))
+	return d.Handler.Handle(ctx, rec)
+}
+
+func (d debugOnly) WithAttrs(as []slog.Attr) slog.Handler { return debugOnly{d.Handler.WithAttrs(as)} }
+func (d debugOnly) WithGroup(g string) slog.Handler       { return debugOnly{d.Handler.WithGroup(g)} }

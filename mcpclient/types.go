@@ -132,6 +132,10 @@ type Delivery struct {
 	SentAt     time.Time       // first byte written; zero for DeliveryNotSent
 	EndedAt    time.Time
 	Err        error // nil for DeliveryResult; what went wrong otherwise (wraps ErrUnusableAnswer when Why is set)
+	// Resumed: over HTTP, the response stream broke and the answer came on
+	// the stream resumed with Last-Event-ID (ReasonResumed): it is the
+	// answer to the one request sent; nothing was resent.
+	Resumed bool
 
 	// Set when the outcome is unknown because the server's answer was not
 	// usable (Reason is then ReasonProtocolError): Raw is the answer line as

@@ -24,6 +24,7 @@ type Stats struct {
 	Recoveries      int                      `json:"recoveries"` // calls recovered after unclean shutdown
 	LateResults     int                      `json:"late_results"`
 	CancelAnswers   int                      `json:"cancel_answers"` // answers to our own cancel, counted apart from late results
+	Resumed         int                      `json:"resumed"`        // answers recovered by resuming a broken HTTP stream, not resending
 	Conflicts       int                      `json:"conflicts"`
 	// TimeToResolve covers calls that went unknown and are now settled:
 	// from the first unknown attempt's end to the call's last update.
@@ -81,6 +82,7 @@ func (j *Journal) Stats(ctx context.Context) (Stats, error) {
 		{&st.Recoveries, "SELECT count(*) FROM events WHERE kind = 'recovery'"},
 		{&st.LateResults, "SELECT count(*) FROM events WHERE kind = 'late_result'"},
 		{&st.CancelAnswers, "SELECT count(*) FROM events WHERE kind = 'cancel_answer'"},
+		{&st.Resumed, "SELECT count(*) FROM events WHERE kind = 'resumed'"},
 		{&st.Conflicts, "SELECT count(*) FROM calls WHERE conflict = 1"},
 	}
 	for _, c := range counts {

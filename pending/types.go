@@ -119,6 +119,9 @@ const (
 	// EventCopied: the call was copied from another journal (Copy); the
 	// detail names it and the call's id there.
 	EventCopied = "copied"
+	// EventResumed: over HTTP, the attempt's response stream broke and its
+	// answer came on the stream resumed with Last-Event-ID; not resent.
+	EventResumed = "resumed"
 )
 
 // ReasonRecovered is the reason a call left in flight by a dead process gets.

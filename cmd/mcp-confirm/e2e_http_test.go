@@ -380,3 +380,83 @@ func TestHTTPExpiredSessionSentOnceMoreAsNextAttempt(t *testing.T) {
 		t.Errorf("show does not say why the write was sent once more:\n%s", r.stdout)
 	}
 }
+
+// A remote create_order whose stream carried events (progress, while the
+// demo works) and was then cut after the order committed: the client
+// resumes the stream with Last-Event-ID and gets the answer the server
+// kept, so the call succeeds on its one attempt, nothing resent, one
+// order, and the journal says how the answer came.
+func TestHTTPCutStreamResumed(t *testing.T) {
+	w := newWorld(t, t.TempDir())
+	url := startHTTPDemo(t, w, "--cut-after-commit", "1", "--delay", "600ms", "--protocols", "2025-11-25")
+	r := w.run("call", "create_order", "--args", `{"item":"widget","quantity":1,"buyer":"bob"}`, "--url", url)
+	wantExit(t, r, exitOK, "call whose stream is cut after commit, with events before")
+	out := parseCallOut(t, r)
+	if out.State != "succeeded" {
+		t.Fatalf("state %q, want succeeded\n%s", out.State, r)
+	}
+	if n := totalOrders(t, w.db()); n != 1 {
+		t.Fatalf("%d orders, want 1", n)
+	}
+	c := w.show(out.ID)
+	if len(c.Attempts) != 1 {
+		t.Fatalf("%d attempts, want 1: the answer was recovered, not resent", len(c.Attempts))
+	}
+	show := w.run("show", strconv.FormatInt(out.ID, 10))
+	if !strings.Contains(show.stdout, "recovered by resuming the stream; not resent") {
+		t.Fatalf("show does not say the answer came on a resumed stream:\n%s", show.stdout)
+	}
+	if s := w.run("stats"); !strings.Contains(s.stdout, "answers recovered by resuming a broken stream (not resent) 1") {
+		t.Fatalf("stats does not count the resumed answer:\n%s", s.stdout)
+	}
+}
+
+// Where the server cannot resume the stream, the cut call is unknown as
+// before, and was sent once: a 2026-07-28 connection (resumption was
+// removed from that version), and a 2025 session whose stream had carried
+// no event before the cut (no Last-Event-ID to resume from).
+func TestHTTPCutStreamNotResumable(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		flags []string
+	}{
+		{"stateless 2026-07-28", []string{"--delay", "600ms"}},
+		{"no event before the cut", []string{"--protocols", "2025-11-25"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, t.TempDir())
+			url := startHTTPDemo(t, w, append([]string{"--cut-after-commit", "1"}, tt.flags...)...)
+			r := w.run("call", "create_order", "--args", `{"item":"widget","quantity":1,"buyer":"bob"}`, "--url", url)
+			wantExit(t, r, exitUnknown, "call whose stream is cut and cannot be resumed")
+			out := parseCallOut(t, r)
+			if n := totalOrders(t, w.db()); n != 1 {
+				t.Fatalf("%d orders, want 1", n)
+			}
+			if c := w.show(out.ID); len(c.Attempts) != 1 || c.State != "unknown" {
+				t.Fatalf("want one attempt, unknown; got %s with %d attempts", c.State, len(c.Attempts))
+			}
+			if s := w.run("stats"); strings.Contains(s.stdout, "resuming") {
+				t.Fatalf("stats counts a resume that did not happen:\n%s", s.stdout)
+			}
+		})
+	}
+}
+
+// demo-server's --protocols takes protocol versions mcp-go knows, and only
+// with --http: exit 2 with a line naming the fault, and nothing served.
+func TestDemoServerProtocolsBadInput(t *testing.T) {
+	w := newWorld(t, t.TempDir())
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--http", "127.0.0.1:0", "--protocols", "2025-11-25,1999-01-01"}, `--protocols: "1999-01-01" is not a protocol version`},
+		{[]string{"--protocols", "2025-11-25"}, "--protocols is for --http"},
+	} {
+		r := cliIn(t, w.bin, w.dir, "", append([]string{"demo-server"}, tt.args...)...)
+		wantExit(t, r, exitBadInput, strings.Join(tt.args, " "))
+		if !strings.Contains(r.stderr, tt.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") > 1 {
+			t.Errorf("demo-server %v: want one or two lines saying %q; stderr:\n%s", tt.args, tt.want, r.stderr)
+		}
+	}
+}

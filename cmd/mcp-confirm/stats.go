@@ -114,6 +114,9 @@ func runStats(ctx context.Context, e *env, g *globalOpts, chk statsCheck, pos []
 		st.Calls, st.Attempts, st.Timeouts, st.Unknowns, st.Retries)
 	fmt.Fprintf(e.stdout, "dedupe hits %d, sessions started %d, recovered after crash %d, late results %d, answers to our cancels %d, conflicts %d\n",
 		st.DedupeHits, st.SessionsStarted, st.Recoveries, st.LateResults, st.CancelAnswers, st.Conflicts)
+	if st.Resumed > 0 {
+		fmt.Fprintf(e.stdout, "answers recovered by resuming a broken stream (not resent) %d\n", st.Resumed)
+	}
 	if r := st.TimeToResolve; r.Count > 0 {
 		fmt.Fprintf(e.stdout, "time to resolve an unknown: median %.0fs, p90 %.0fs, max %.0fs (%d calls)\n", r.Median, r.P90, r.Max, r.Count)
 	}
