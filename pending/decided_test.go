@@ -317,3 +317,61 @@ func TestIntentCommitUnconfirmed(t *testing.T) {
 		}
 	})
 }
+
+// TestRetryCommitUnconfirmed: a retry whose COMMIT gets no reply is
+// refused either way, so nothing is sent; if it had committed, its attempt
+// is ended not sent, and the call goes back to where it was (unknown stays
+// unknown: its first attempt may have taken effect), rather than stay in
+// flight under a live process until recovery.
+func TestRetryCommitUnconfirmed(t *testing.T) {
+	if testBackend != "postgres" {
+		t.Skip("SQLite answers every COMMIT")
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		first     Outcome
+		committed bool
+		want      State
+		attempts  int
+		msg       string
+	}{
+		{"unknown, committed, reply lost", Outcome{Event: EventLost, Reason: "idle timeout", Clock: "idle"}, true, StateUnknown, 2, "recorded as attempt 2, now ended not sent"},
+		{"failed, committed, reply lost", Outcome{Event: EventFailed, Reason: "server said no"}, true, StateFailed, 2, "recorded as attempt 2, now ended not sent"},
+		{"unknown, not committed", Outcome{Event: EventLost, Reason: "idle timeout", Clock: "idle"}, false, StateUnknown, 1, "was not recorded, and nothing was sent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := openTest(t, "")
+			c, err := j.RecordIntent(ctx, intent("create_order", `{"n":1}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := j.RecordOutcome(ctx, c.ID, 1, tc.first); err != nil {
+				t.Fatal(err)
+			}
+			loseCommitReply(j, tc.committed)
+			_, _, err = j.Retry(ctx, c.ID, RetryInput{Operator: "alice", Session: 2})
+			if !errors.Is(err, ErrCommitUnconfirmed) || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("retry: %v; want ErrCommitUnconfirmed saying %q", err, tc.msg)
+			}
+			got, err := j.Get(ctx, c.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.State != tc.want || len(got.Attempts) != tc.attempts {
+				t.Fatalf("after the unconfirmed retry the call is %s with %d attempts; want %s with %d", got.State, len(got.Attempts), tc.want, tc.attempts)
+			}
+			last := got.Attempts[len(got.Attempts)-1]
+			if last.EndedAt == nil {
+				t.Fatalf("attempt %d is still open: %+v", last.N, last)
+			}
+			if tc.committed && !strings.HasPrefix(got.Reason, ReasonRetryUnconfirmed) {
+				t.Fatalf("the call's reason %q does not say the retry was not sent", got.Reason)
+			}
+			// The call is decidable again: the same retry now commits.
+			if _, a, err := j.Retry(ctx, c.ID, RetryInput{Operator: "alice", Session: 3}); err != nil || a.N != tc.attempts+1 {
+				t.Fatalf("the retry again: attempt %d, %v; want attempt %d", a.N, err, tc.attempts+1)
+			}
+		})
+	}
+}

@@ -636,3 +636,43 @@ func (j *Journal) settleUnconfirmedIntent(ctx context.Context, in Intent, cause 
 		}
 	}
 }
+
+// ReasonRetryUnconfirmed is the reason of a retry's attempt that the
+// journal committed without confirming it: it was not sent.
+const ReasonRetryUnconfirmed = "not sent: the journal did not confirm the commit of the retry"
+
+// settleUnconfirmedRetry follows a retry whose COMMIT was not answered,
+// as settleUnconfirmedIntent does an intent: nothing was sent, but if the
+// retry committed, its attempt n is open under this live process, the call
+// in flight until recovery one day makes it unknown. So the attempt is
+// ended, not sent, and the call goes back to where it was: unknown stays
+// unknown (the earlier attempt may have taken effect; "failed" would be a
+// false outcome), failed stays failed.
+func (j *Journal) settleUnconfirmedRetry(ctx context.Context, callID int64, n int, prior State, cause error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pgWriteTimeout)
+	defer cancel()
+	o := Outcome{Event: EventFailed, Reason: ReasonRetryUnconfirmed}
+	if prior == StateUnknown {
+		o = Outcome{Event: EventLost, Reason: ReasonRetryUnconfirmed + "; the earlier attempt's outcome is still unknown"}
+	}
+	for {
+		var open int
+		err := j.read.QueryRowContext(ctx, "SELECT count(*) FROM attempts WHERE call_id = ? AND n = ? AND owner = ? AND ended_at IS NULL",
+			callID, n, j.Owner()).Scan(&open)
+		if err == nil && open == 0 {
+			return fmt.Errorf("%w; the retry of call %d was not recorded, and nothing was sent", cause, callID)
+		}
+		if err == nil {
+			err = j.RecordOutcome(ctx, callID, n, o)
+			if err == nil {
+				return fmt.Errorf("%w; the retry of call %d was recorded as attempt %d, now ended not sent: nothing was sent", cause, callID, n)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w; nothing was sent, but whether the retry of call %d was recorded cannot be read (%v): "+
+				"if it was, the call stays in flight until recovery makes it unknown", cause, callID, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

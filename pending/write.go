@@ -412,8 +412,8 @@ func (j *Journal) Retry(ctx context.Context, callID int64, in RetryInput) (Call,
 	now := j.now().UTC()
 	ts := formatTime(now)
 	var n int
+	var state State
 	err := j.write(ctx, deciding, func(ctx context.Context, c *sql.Conn) error {
-		var state State
 		var kind Kind
 		var src KindSource
 		err := j.queryRow(ctx, c, "SELECT state, kind, kind_source FROM calls WHERE id = ?"+j.forUpdate(""), callID).Scan(&state, &kind, &src)
@@ -443,6 +443,9 @@ func (j *Journal) Retry(ctx context.Context, callID int64, in RetryInput) (Call,
 		}
 		return j.appendDecision(ctx, c, callID, ActionRetry, in.Operator, ts, in.Note, in.Evidence, n)
 	})
+	if errors.Is(err, ErrCommitUnconfirmed) {
+		return Call{}, Attempt{}, j.settleUnconfirmedRetry(ctx, callID, n, state, err)
+	}
 	if err != nil {
 		return Call{}, Attempt{}, err
 	}
