@@ -99,8 +99,8 @@ type pgBackend struct {
 	version    atomic.Int64
 	// changedMu guards changed, closed (and replaced) at each notice so
 	// that any number of watchers wake at once (Journal.Changed).
-	changedMu sync.Mutex
-	changed   chan struct{}
+	changedMu  sync.Mutex
+	changed    chan struct{}
 	stopListen context.CancelFunc
 	listenDone chan struct{}
 }
@@ -328,7 +328,6 @@ func (p *pgBackend) tx(ctx context.Context, j *Journal, level durability, fn fun
 // (the connection broke on the way), so the write may or may not have
 // committed. Not retried: a write is run again only when it surely did not.
 var ErrCommitUnconfirmed = errors.New("the journal did not confirm the commit")
-
 
 // forUpdate is the clause that locks the rows a write's read decides on
 // (of table alias, when the query joins): PostgreSQL's FOR UPDATE; on
