@@ -92,6 +92,39 @@ func Start(t testing.TB) *Cluster {
 	if failed != nil {
 		t.Fatalf("pgtest: %v", failed)
 	}
+	bin := binDirOrSkip(t)
+	c, err := start(bin)
+	if err != nil {
+		failed = err
+		t.Fatalf("pgtest: %v", err)
+	}
+	current = c
+	return c
+}
+
+// StartPrivate starts a cluster for this test alone, stopped (and its
+// folder removed) when the test ends: for a test that restarts or stops
+// the server, which on the shared cluster of Start would cut the
+// connections of every other test running meanwhile. It skips or fails
+// as Start does when the server binaries are missing.
+func StartPrivate(t testing.TB) *Cluster {
+	t.Helper()
+	c, err := start(binDirOrSkip(t))
+	if err != nil {
+		t.Fatalf("pgtest: private cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("pgtest: private cluster: %v", err)
+		}
+	})
+	return c
+}
+
+// binDirOrSkip is BinDir, skipping the test where the server binaries are
+// missing (failing it under $PGTEST_REQUIRED=1).
+func binDirOrSkip(t testing.TB) string {
+	t.Helper()
 	bin, err := BinDir()
 	if err != nil {
 		msg := fmt.Sprintf("PostgreSQL tests skipped: %v; to run them, install the server (apt-get install postgresql) or set $PGTEST_BINDIR, or run .ci/run", err)
@@ -100,13 +133,7 @@ func Start(t testing.TB) *Cluster {
 		}
 		t.Skip(msg)
 	}
-	c, err := start(bin)
-	if err != nil {
-		failed = err
-		t.Fatalf("pgtest: %v", err)
-	}
-	current = c
-	return c
+	return bin
 }
 
 // BinDir finds the folder holding initdb, pg_ctl and postgres.
@@ -312,7 +339,13 @@ func (c *Cluster) ConnString(db string) string {
 // string.
 func Database(t testing.TB) string {
 	t.Helper()
-	c := Start(t)
+	return Start(t).Database(t)
+}
+
+// Database makes a new empty database on c for this test, and drops it
+// when the test ends. It returns its connection string.
+func (c *Cluster) Database(t testing.TB) string {
+	t.Helper()
 	name := fmt.Sprintf("t%d_%d", os.Getpid(), c.dbs.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
