@@ -174,6 +174,11 @@ type sseTap struct {
 	data    bytes.Buffer // the data of the event being read
 	id      string       // the last id field
 	over    bool         // the event being read is over the line limit
+	// onEvent, if set, is given each event as it is dispatched (its id and
+	// data), outside the tap's lock: a resumed stream (Remote.resume) is
+	// read by mcp-confirm alone, with no mcp-go client to see its events.
+	onEvent func(id string, data []byte)
+	idSet   bool // the event being read has an id field of its own
 }
 
 func (s *sseTap) Read(p []byte) (int, error) {
@@ -221,6 +226,15 @@ func (s *sseTap) line(l []byte) {
 			s.t.noteMessage(s.x, bytes.TrimSpace(s.data.Bytes()))
 		}
 		s.t.mu.Unlock()
+		if data := bytes.TrimSpace(s.data.Bytes()); s.onEvent != nil && !s.over && (s.idSet || len(data) > 0) {
+			// A blank line after only comments (a keep-alive) is no event.
+			id := ""
+			if s.idSet {
+				id = s.id
+			}
+			s.onEvent(id, data)
+		}
+		s.idSet = false
 		s.data.Reset()
 		s.over = false
 	case string(field) == "data":
@@ -233,7 +247,7 @@ func (s *sseTap) line(l []byte) {
 		}
 		s.data.Write(value)
 	case string(field) == "id":
-		s.id = string(value)
+		s.id, s.idSet = string(value), true
 	}
 }
 

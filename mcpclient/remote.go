@@ -335,7 +335,7 @@ func (r *Remote) callOnce(ctx context.Context, tool string, args map[string]any,
 		// The stream broke after the server gave it event ids: ask for the
 		// rest, within the call's clocks (progress on it resets the idle one).
 		var why error
-		if x, why = r.resume(callCtx, x, clocks.progress); why != nil {
+		if x, why = r.resume(callCtx, x); why != nil {
 			r.opts.Logger.Debug("stream not resumed", "tool", tool, "id", x.id, "err", why)
 		}
 	}

@@ -2,9 +2,14 @@ package mcpclient
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // Resuming a write's broken stream (issue 19, SPEC §9). A 2025 server
@@ -21,9 +26,23 @@ import (
 // ReasonResumed is the note an attempt answered on a resumed stream carries.
 const ReasonResumed = "recovered by resuming the stream; not resent"
 
-// maxResumes bounds the GETs for one call: a resumed stream may break
-// again (each one that brings new events earns another try).
-const maxResumes = 3
+// Bounds of the resume loop. A resumed stream may end, break, or stay open
+// and quiet (only keep-alive comments): some servers replay what they had
+// at the GET and send nothing after it (server-everything 2026.8.31 keeps
+// its events but registers the resumed stream under the wrong id). So a
+// stream that brings no event for resumeQuiet is dropped and asked again
+// from its last id, after a pause that grows to resumePauseMax; at most
+// maxResumeGets GETs per call, and never past the call's clocks (ctx).
+var (
+	resumeQuiet    = 3 * time.Second
+	resumePause    = 100 * time.Millisecond
+	resumePauseMax = 2 * time.Second
+)
+
+const maxResumeGets = 30
+
+// errResumeQuiet: the resumed stream brought no event for resumeQuiet.
+var errResumeQuiet = errors.New("the resumed stream brought nothing new")
 
 // canResume reports whether x's broken stream may be resumed on s.
 func canResume(s *remoteSession, x exchange) bool {
@@ -31,34 +50,52 @@ func canResume(s *remoteSession, x exchange) bool {
 }
 
 // resume asks the server for what x's stream missed after its last event,
-// until x's answer comes, ctx ends (the call's clocks), or the server
-// cannot resume. It returns x with the answer (and resumed set), or x as it
-// was, and why not.
-func (r *Remote) resume(ctx context.Context, x exchange, onEvent func()) (exchange, error) {
+// until x's answer comes, ctx ends (the call's clocks), the server refuses,
+// or the GETs run out. It returns x with the answer (and resumed set), or x
+// as it was, and why not. Progress that comes on a resumed stream is
+// delivered as on the first one, so it resets the idle clock; keep-alive
+// comments do not.
+func (r *Remote) resume(ctx context.Context, x exchange) (exchange, error) {
 	last := x.lastEventID
+	pause := resumePause
 	var why error
-	for try := 0; try < maxResumes && ctx.Err() == nil; try++ {
+	for try := 0; try < maxResumeGets && ctx.Err() == nil; try++ {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(pause):
+			}
+			pause = min(2*pause, resumePauseMax)
+		}
 		got := exchange{id: x.id}
-		err := r.resumeOnce(ctx, x.header, last, &got, onEvent)
+		err := r.resumeOnce(ctx, x.header, last, &got)
 		if got.answer != nil {
 			x.answer, x.resumed = got.answer, true
 			return x, nil
 		}
 		why = err
 		var refused *RefusedError
-		if errors.As(err, &refused) || got.lastEventID == "" || got.lastEventID == last {
-			break // refused, or nothing new came: another GET would do the same
+		if errors.As(err, &refused) {
+			break // the server will not resume this stream (the session is gone, or it keeps no events)
 		}
-		last = got.lastEventID
+		if got.lastEventID != "" && got.lastEventID != last {
+			last, pause = got.lastEventID, resumePause
+		}
 	}
-	if why == nil {
-		why = ctx.Err()
+	if ctx.Err() != nil {
+		why = fmt.Errorf("%w (last: %v)", ctx.Err(), why)
 	}
 	return x, why
 }
 
-// resumeOnce is one GET with Last-Event-ID, read into got.
-func (r *Remote) resumeOnce(ctx context.Context, header http.Header, lastEventID string, got *exchange, onEvent func()) error {
+// resumeOnce is one GET with Last-Event-ID, read into got until the answer
+// comes, the stream ends, or it is quiet for resumeQuiet.
+func (r *Remote) resumeOnce(ctx context.Context, header http.Header, lastEventID string, got *exchange) error {
+	// The GET has a context of its own, so that a quiet stream is dropped by
+	// cancelling it (closing the body from another goroutine does not
+	// reliably end a Read in progress).
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.spec.URL, nil)
 	if err != nil {
 		return err
@@ -68,7 +105,18 @@ func (r *Remote) resumeOnce(ctx context.Context, header http.Header, lastEventID
 	req.Header.Del("Content-Length")
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Last-Event-ID", lastEventID)
+	// The quiet clock runs from the GET on: a server may hold the response
+	// headers back until it has an event to write.
+	var quiet atomic.Bool
+	timer := time.AfterFunc(resumeQuiet, func() {
+		quiet.Store(true)
+		cancel()
+	})
+	defer timer.Stop()
 	resp, err := r.httpc.Do(req)
+	if quiet.Load() {
+		return errResumeQuiet
+	}
 	if err != nil {
 		return fmt.Errorf("resume the stream: %w", err)
 	}
@@ -76,21 +124,44 @@ func (r *Remote) resumeOnce(ctx context.Context, header http.Header, lastEventID
 	if resp.StatusCode != http.StatusOK {
 		return &RefusedError{Status: resp.StatusCode}
 	}
-	sse := &sseTap{t: r.tap, x: got, body: resp.Body}
+	sse := &sseTap{t: r.tap, x: got, body: resp.Body, onEvent: func(id string, data []byte) {
+		if id != "" {
+			timer.Reset(resumeQuiet)
+		}
+		r.resumedMessage(data)
+	}}
 	buf := make([]byte, 32<<10)
 	for {
-		n, err := sse.Read(buf)
-		if n > 0 && onEvent != nil {
-			onEvent()
-		}
+		_, err := sse.Read(buf)
 		r.tap.mu.Lock()
 		answered := got.answer != nil
 		r.tap.mu.Unlock()
 		if answered {
 			return nil
 		}
+		if quiet.Load() {
+			return errResumeQuiet
+		}
 		if err != nil {
 			return fmt.Errorf("resumed stream ended without the answer: %w", err)
 		}
 	}
+}
+
+// resumedMessage hands a notification that came on a resumed stream to
+// where the first stream's notifications go (progress to its call, the
+// rest to the proxy's host). The answer is the tap's; a server request on
+// a resumed stream is not answered.
+func (r *Remote) resumedMessage(data []byte) {
+	var n mcp.JSONRPCNotification
+	if len(data) == 0 || json.Unmarshal(data, &n) != nil || n.Method == "" {
+		return
+	}
+	var head struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(data, &head) == nil && len(head.ID) > 0 {
+		return // a request, not a notification
+	}
+	r.onNotification(n)
 }
