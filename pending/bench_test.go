@@ -42,8 +42,9 @@ func bareFullInsertsPerSecond(b *testing.B, n int) float64 {
 func BenchmarkIntents(b *testing.B) {
 	for _, writers := range []int{1, 8, 64} {
 		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
-			bare := bareFullInsertsPerSecond(b, 300)
-			j := openTest(b, "")
+			path := filepath.Join(b.TempDir(), "journal.db")
+			j := openTest(b, path)
+			bare := bareBaseline(b, testDB(b, path), 300, writers) // pgbench_test.go
 			ctx := context.Background()
 			var seq atomic.Int64
 			b.ResetTimer()
@@ -155,6 +156,9 @@ func resetInFlight(b *testing.B, path string) {
 }
 
 func BenchmarkMillionCalls(b *testing.B) {
+	if testBackend == "postgres" {
+		b.Skip("a SQLite file; on PostgreSQL it is BenchmarkMillionCallsPG")
+	}
 	path := bigJournal(b)
 	ctx := context.Background()
 	b.Run("open+recover", func(b *testing.B) {
