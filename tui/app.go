@@ -8,6 +8,8 @@
 // Update's fixed order, screen switching), decide.go has the decision
 // keys and their dialogs, results.go the handlers of what came back, and
 // chrome.go draws the bars, message lines and help around the screen.
+// bulk.go is the reconcile screen (a bulk query of the selected calls) and
+// the root's keys and handlers for it.
 package tui
 
 import (
@@ -60,6 +62,12 @@ type Engine interface {
 	// KeyArg is the argument the tool's idempotency key goes in: the
 	// policy's key_arg, else the schema's (guard.Guard.KeyArg).
 	KeyArg(t mcp.Tool) string
+	// Reconcile queries a call and keeps the answer, sorted into a finding
+	// (guard.Guard.Reconcile, as 'mcp-confirm reconcile' runs it).
+	Reconcile(ctx context.Context, c pending.Call, o guard.ReconcileOptions) guard.Reconciled
+	// AcceptFound marks a call applied with the evidence of its latest
+	// query, if that query found it (guard.Guard.AcceptFound).
+	AcceptFound(ctx context.Context, id int64, note string) (pending.Call, string, error)
 }
 
 // ServerStatus is what the status bar shows of the server (mcpclient.Client).
@@ -98,6 +106,9 @@ type Options struct {
 	Renderer *lipgloss.Renderer
 	// Home shortens the journal path to ~/… in the status bar; "" leaves it.
 	Home string
+	// Concurrency is how many queries a bulk query (S) has out at once.
+	// Default 8, as 'mcp-confirm reconcile'.
+	Concurrency int
 }
 
 // screen is one full-window view: the calls list, a call's detail, the
@@ -127,6 +138,7 @@ const (
 	screenDetail
 	screenTools
 	screenForm
+	screenBulk
 )
 
 // shared is the state every screen reads; only the root writes it.
@@ -150,6 +162,9 @@ type shared struct {
 	// cancel ends the calls the console started, with a cause the journal
 	// records as their reason (guard.CancelCause).
 	cancel context.CancelCauseFunc
+	// bodyH is the height under the bars (Model.bodyHeight), where a
+	// dialog is drawn: a dialog with a list sizes it to fit.
+	bodyH int
 }
 
 // writeClock is the idle clock the guard runs on a write of tool, as the
@@ -191,6 +206,7 @@ type Model struct {
 	detail *detailScreen
 	tools  *toolsScreen
 	form   *formScreen
+	bulk   *bulkScreen
 	active screenID
 
 	dialog     dialog
@@ -231,6 +247,9 @@ func New(o Options) Model {
 	if o.Context == nil {
 		o.Context = context.Background()
 	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = defaultConcurrency
+	}
 	ctx, cancel := context.WithCancelCause(o.Context)
 	o.Context = ctx
 	sh := &shared{opts: o, st: NewStyles(o.Renderer), now: o.Now(), counts: map[pending.State]int{}, cancel: cancel}
@@ -252,6 +271,7 @@ func New(o Options) Model {
 	m.detail = newDetailScreen(sh)
 	m.tools = newToolsScreen(sh)
 	m.form = newFormScreen(sh)
+	m.bulk = newBulkScreen(sh)
 	m.setSize(m.w, m.h)
 	return m
 }
@@ -303,13 +323,14 @@ func (m *Model) setSize(w, h int) {
 	m.w, m.h = w, h
 	m.help.Width = w
 	bh := m.bodyHeight()
+	m.sh.bodyH = bh
 	for _, s := range m.screens() {
 		s.SetSize(w, bh)
 	}
 }
 
 // screens are every screen, the active one or not.
-func (m *Model) screens() []screen { return []screen{m.list, m.detail, m.tools, m.form} }
+func (m *Model) screens() []screen { return []screen{m.list, m.detail, m.tools, m.form, m.bulk} }
 
 func (m *Model) activeScreen() screen {
 	switch m.active {
@@ -319,6 +340,8 @@ func (m *Model) activeScreen() screen {
 		return m.tools
 	case screenForm:
 		return m.form
+	case screenBulk:
+		return m.bulk
 	}
 	return m.list
 }
@@ -383,6 +406,14 @@ func (m *Model) globalKey(k tea.KeyMsg) (tea.Cmd, bool) {
 		if cmd, handled := m.lateKey(k); handled {
 			return cmd, true
 		}
+		if cmd, handled := m.reconcileKey(k); handled {
+			return cmd, true
+		}
+	}
+	if m.active == screenBulk {
+		if cmd, handled := m.bulkKey(k); handled {
+			return cmd, true
+		}
 	}
 	return m.decisionKey(k)
 }
@@ -435,6 +466,19 @@ func (m *Model) appMsg(msg tea.Msg) (tea.Cmd, bool) {
 		return m.onCallDone(msg), true
 	case showScreenMsg:
 		return m.show(msg.Screen, msg.Tool), true
+	case pickedAllMsg:
+		m.onPickedAll(msg)
+		return nil, true
+	case reconciledMsg:
+		return m.onReconciled(msg), true
+	case acceptConfirmedMsg:
+		return m.bulk.startAccept(msg.Run, msg.IDs), true
+	case acceptedMsg:
+		return m.onAccepted(msg), true
+	case bulkRetryConfirmedMsg:
+		return m.startBulkRetry(msg), true
+	case bulkRetriedMsg:
+		return m.onBulkRetried(msg), true
 	case errMsg:
 		m.setMessage(errLine(msg.Err), true)
 		return nil, true
@@ -478,6 +522,12 @@ func (m *Model) show(s screenID, tool string) tea.Cmd {
 		m.syncBindings()
 	}
 	return nil
+}
+
+// showBulk switches to the reconcile screen.
+func (m *Model) showBulk() {
+	m.active = screenBulk
+	m.showHelp = false
 }
 
 // showScreenMsg asks the root to switch screens (from a screen).

@@ -317,3 +317,51 @@ func listenProgressCmd(run int, ch <-chan progressMsg) tea.Cmd {
 func armCmd(id int, grace time.Duration) tea.Cmd {
 	return tea.Tick(grace, func(time.Time) tea.Msg { return dialogArmedMsg{Dialog: id} })
 }
+
+// maxPickAll bounds the select-all read: a list longer than that is
+// selected in part, and the operator is told so.
+const maxPickAll = 10000
+
+// pickAllCmd reads every call of the list as filtered, for select-all.
+func pickAllCmd(j Journal, q listQuery) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+		defer cancel()
+		calls, err := j.List(ctx, pending.Filter{States: q.States, Tool: q.Tool, OldestFirst: q.OldestFirst, Limit: maxPickAll + 1})
+		capped := len(calls) > maxPickAll
+		if capped {
+			calls = calls[:maxPickAll]
+		}
+		return pickedAllMsg{Calls: calls, Capped: capped, Err: err}
+	}
+}
+
+// reconcileCmd queries one call of a bulk run and keeps the answer as its
+// query decision (guard.Reconcile, the engine of 'mcp-confirm reconcile');
+// it marks nothing: accepting is the operator's next step.
+func reconcileCmd(ctx context.Context, e Engine, run int, c pending.Call) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, queryTimeout)
+		defer cancel()
+		return reconciledMsg{Run: run, ID: c.ID, Res: e.Reconcile(ctx, c, guard.ReconcileOptions{})}
+	}
+}
+
+// bulkRetryCmd resends one call of a bulk retry with its key (guard.Retry),
+// bounded by the guard's own clocks, as retryCmd is.
+func bulkRetryCmd(ctx context.Context, e Engine, run int, id int64) tea.Cmd {
+	return func() tea.Msg {
+		res, err := e.Retry(ctx, id, guard.RetryOptions{Note: "bulk retry from the console's reconcile screen"})
+		return bulkRetriedMsg{Run: run, ID: id, Result: res, Err: err}
+	}
+}
+
+// acceptCmd marks one found call applied with its query's evidence.
+func acceptCmd(ctx context.Context, e Engine, run int, id int64) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, decideTimeout)
+		defer cancel()
+		c, ev, err := e.AcceptFound(ctx, id, "")
+		return acceptedMsg{Run: run, ID: id, Call: c, Evidence: ev, Err: err}
+	}
+}

@@ -93,6 +93,10 @@ func TestGoldenViews(t *testing.T) {
 		{"help_80x24", 80, 24, true, []string{"?"}},
 		{"help_empty_80x24", 80, 24, false, []string{"?"}},
 		{"disabled_reason_80x24", 80, 24, true, []string{"tab", "tab", "tab", "r"}},
+		{"picked_80x24", 80, 24, true, []string{" ", " "}},
+		{"reconcile_80x24", 80, 24, true, []string{" ", " ", " ", "S"}},
+		{"reconcile_60x20", 60, 20, true, []string{" ", " ", " ", "S"}},
+		{"accept_80x24", 80, 24, true, []string{" ", " ", " ", "S", "A"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)

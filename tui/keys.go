@@ -42,6 +42,8 @@ type listKeys struct {
 	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
 	NextTab, PrevTab, Filter, Detail        key.Binding
 	NewCall, Tools, Late                    key.Binding
+	// Bulk reconciliation (issue 21): pick calls, then query them all.
+	Pick, PickAll, Reconcile key.Binding
 	decisionKeys
 }
 
@@ -50,7 +52,7 @@ func defaultListKeys() listKeys {
 		Up:           key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
 		Down:         key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
 		PageUp:       key.NewBinding(key.WithKeys("pgup", "b"), key.WithHelp("pgup", "page up")),
-		PageDown:     key.NewBinding(key.WithKeys("pgdown", "f", " "), key.WithHelp("pgdn", "page down")),
+		PageDown:     key.NewBinding(key.WithKeys("pgdown", "f"), key.WithHelp("pgdn", "page down")), // space picks a call here
 		Top:          key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("g", "first row")),
 		Bottom:       key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("G", "last row")),
 		NextTab:      key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next state")),
@@ -60,7 +62,36 @@ func defaultListKeys() listKeys {
 		NewCall:      key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "new call")),
 		Tools:        key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "tools")),
 		Late:         key.NewBinding(key.WithKeys("L"), key.WithHelp("L", "next late settle")),
+		Pick:         key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "select")),
+		PickAll:      key.NewBinding(key.WithKeys("*"), key.WithHelp("*", "select all")),
+		Reconcile:    key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "query selected")),
 		decisionKeys: defaultDecisionKeys(),
+	}
+}
+
+// bulkKeys drive the reconcile screen: a bulk query's progress, then its
+// findings in groups.
+type bulkKeys struct {
+	Up, Down, PageUp, PageDown key.Binding
+	// Accept marks the calls of the found group applied, after a dialog.
+	Accept key.Binding
+	// Retry resends, with their same keys, the calls of the group whose
+	// retry is known safe, after a dialog that asks for their count.
+	Retry key.Binding
+	// Cancel stops a run (while it runs); Back leaves the screen (after).
+	Cancel, Back key.Binding
+}
+
+func defaultBulkKeys() bulkKeys {
+	return bulkKeys{
+		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "previous group")),
+		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "next group")),
+		PageUp:   key.NewBinding(key.WithKeys("pgup", "b"), key.WithHelp("pgup", "scroll the group's calls up")),
+		PageDown: key.NewBinding(key.WithKeys("pgdown", "f", " "), key.WithHelp("pgdn", "scroll the group's calls down")),
+		Accept:   key.NewBinding(key.WithKeys("A"), key.WithHelp("A", "accept the group's proposals")),
+		Retry:    key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "retry the safe ones")),
+		Cancel:   key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel the run")),
+		Back:     key.NewBinding(key.WithKeys("esc", "backspace", "h", "left"), key.WithHelp("esc", "back to list")),
 	}
 }
 
@@ -163,12 +194,23 @@ func KeyTable() string {
 		}
 	}
 	l := defaultListKeys()
-	add("calls", l.Up, l.Down, l.PageUp, l.PageDown, l.Top, l.Bottom, l.NextTab, l.PrevTab, l.Filter, l.Detail, l.NewCall, l.Tools, l.Late)
+	// The selection keys' help is short for the footer; the reference
+	// says what each does in full.
+	l.Pick.SetHelp(l.Pick.Help().Key, "select / unselect the call for a bulk query, and move down")
+	l.PickAll.SetHelp(l.PickAll.Help().Key, "select every call of the list as filtered (all selected: none)")
+	l.Reconcile.SetHelp(l.Reconcile.Help().Key, "query the selected calls, 8 at a time, and group the findings")
+	add("calls", l.Up, l.Down, l.PageUp, l.PageDown, l.Top, l.Bottom, l.NextTab, l.PrevTab, l.Filter, l.Detail, l.NewCall, l.Tools, l.Late,
+		l.Pick, l.PickAll, l.Reconcile)
 	add("calls, detail", l.decisionKeys.all()...)
 	d := defaultDetailKeys()
 	// Result's help says what it switches to; the reference says both.
 	d.Result.SetHelp(d.Result.Help().Key, "results: structured / text (when a result has both)")
 	add("detail", d.Result, d.Back)
+	bk := defaultBulkKeys()
+	bk.Accept.SetHelp(bk.Accept.Help().Key, "accept the found group: mark its calls applied, after a dialog listing them")
+	bk.Retry.SetHelp(bk.Retry.Help().Key, "retry the group's calls known safe to retry (a key argument), same keys, after typing their count")
+	bk.Cancel.SetHelp(bk.Cancel.Help().Key, "cancel the run (while a query or retry runs)")
+	add("reconcile", bk.Up, bk.Down, bk.PageUp, bk.PageDown, bk.Accept, bk.Retry, bk.Cancel, bk.Back)
 	t := defaultToolsKeys()
 	add("tools", t.Select, t.Back)
 	f := defaultFormKeys()

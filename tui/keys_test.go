@@ -15,7 +15,7 @@ func TestKeyTableListsEveryBinding(t *testing.T) {
 	table := KeyTable()
 	for name, km := range map[string]any{
 		"listKeys": defaultListKeys(), "detailKeys": defaultDetailKeys(), "toolsKeys": defaultToolsKeys(),
-		"formKeys": defaultFormKeys(), "dialogKeys": defaultDialogKeys(), "inputDialogKeys": defaultInputDialogKeys(),
+		"formKeys": defaultFormKeys(), "bulkKeys": defaultBulkKeys(), "dialogKeys": defaultDialogKeys(), "inputDialogKeys": defaultInputDialogKeys(),
 		"filterKeys": defaultFilterKeys(), "appKeys": defaultAppKeys(),
 	} {
 		v := reflect.New(reflect.TypeOf(km)).Elem() // addressable, so embedded unexported maps can be read

@@ -1,7 +1,9 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/cursor"
@@ -61,6 +63,11 @@ type listScreen struct {
 
 	w, h int
 
+	// picked are the calls selected for a bulk query (space, *), by ID,
+	// as last seen; they stay picked across tabs and filters until S
+	// queries them.
+	picked map[int64]pending.Call
+
 	// rowCache keeps rendered rows while their data, selection, age and
 	// width are unchanged (most frames redraw identical rows).
 	rowCache map[int64]cachedRow
@@ -74,7 +81,8 @@ func newListScreen(sh *shared) *listScreen {
 	ti.Placeholder = "exact tool name, enter to apply, esc to clear"
 	ti.CharLimit = 200
 	ti.Cursor.SetMode(cursor.CursorStatic)
-	return &listScreen{sh: sh, keys: defaultListKeys(), filter: ti, fkeys: defaultFilterKeys(), cnt: map[pending.State]int{}}
+	return &listScreen{sh: sh, keys: defaultListKeys(), filter: ti, fkeys: defaultFilterKeys(), cnt: map[pending.State]int{},
+		picked: map[int64]pending.Call{}}
 }
 
 func (l *listScreen) SetSize(w, h int) {
@@ -323,8 +331,62 @@ func (l *listScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
 		return l, showScreen(screenTools, "call")
 	case key.Matches(k, l.keys.Tools):
 		return l, showScreen(screenTools, "")
+	case key.Matches(k, l.keys.Pick):
+		if c, ok := l.Selected(); ok {
+			l.togglePick(c)
+			return l, l.move(1)
+		}
+	case key.Matches(k, l.keys.PickAll):
+		if l.sh.opts.Journal != nil {
+			return l, pickAllCmd(l.sh.opts.Journal, l.query())
+		}
 	}
 	return l, nil
+}
+
+// togglePick selects c for a bulk query, or unselects it.
+func (l *listScreen) togglePick(c pending.Call) {
+	if _, ok := l.picked[c.ID]; ok {
+		delete(l.picked, c.ID)
+	} else {
+		l.picked[c.ID] = c
+	}
+}
+
+// onPickedAll selects every call of the filtered list, or, when all of
+// them are selected already, unselects them. It returns how many changed
+// and whether they were selected.
+func (l *listScreen) onPickedAll(calls []pending.Call) (n int, selected bool) {
+	all := true
+	for _, c := range calls {
+		if _, ok := l.picked[c.ID]; !ok {
+			all = false
+			break
+		}
+	}
+	for _, c := range calls {
+		if all {
+			delete(l.picked, c.ID)
+		} else if _, ok := l.picked[c.ID]; !ok {
+			l.picked[c.ID] = c
+			n++
+		}
+	}
+	if all {
+		return len(calls), false
+	}
+	return n, true
+}
+
+// takePicked is the selection, in id order, which it clears: S queries it.
+func (l *listScreen) takePicked() []pending.Call {
+	out := make([]pending.Call, 0, len(l.picked))
+	for _, c := range l.picked {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b pending.Call) int { return cmp.Compare(a.ID, b.ID) })
+	clear(l.picked)
+	return out
 }
 
 func (l *listScreen) updateFilter(k tea.KeyMsg) tea.Cmd {
@@ -354,13 +416,19 @@ func (l *listScreen) ShortHelp() []key.Binding {
 		return []key.Binding{l.fkeys.Apply, l.fkeys.Cancel}
 	}
 	k := l.keys
+	if n := len(l.picked); n > 0 {
+		// A selection: querying it leads.
+		s := k.Reconcile
+		s.SetHelp(s.Help().Key, fmt.Sprintf("query %d selected", n))
+		return []key.Binding{s, k.Pick, k.PickAll, k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Detail, k.NextTab}
+	}
 	if _, ok := l.Selected(); !ok {
 		// Nothing to decide on: the decision keys show, dimmed, in one
 		// entry that says what they need, after what can be done now.
 		keys := strings.Join([]string{k.Query.Help().Key, k.Retry.Help().Key, k.Abandon.Help().Key, k.Mark.Help().Key, k.Note.Help().Key}, " ")
 		return []key.Binding{k.NewCall, k.NextTab, k.Late, l.dimmed(k.Query, keys, "need a call")}
 	}
-	return []key.Binding{k.Ack, k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Detail, k.NewCall, k.NextTab, k.Late}
+	return []key.Binding{k.Ack, k.Query, k.Retry, k.Abandon, k.Mark, k.Pick, k.Note, k.Detail, k.NewCall, k.NextTab, k.Late}
 }
 
 func (l *listScreen) FullHelp() [][]key.Binding {
@@ -373,7 +441,7 @@ func (l *listScreen) FullHelp() [][]key.Binding {
 	}
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
-		{k.NextTab, k.PrevTab, k.Late, k.Filter, k.Detail, k.NewCall, k.Tools},
+		{k.NextTab, k.PrevTab, k.Late, k.Filter, k.Detail, k.NewCall, k.Tools, k.Pick, k.PickAll, k.Reconcile},
 		decide,
 	}
 }
@@ -417,8 +485,9 @@ func (l *listScreen) View() string {
 		}
 		for i := start; i < end; i++ {
 			c := l.rows[i]
-			k := fmt.Sprintf("%d|%s|%t|%d|%d|%s|%t|%d|%s|%t", c.UpdatedAt.UnixNano(), c.State, i == l.sc.cur, l.w, l.tab,
-				age(l.sh.now.Sub(c.CreatedAt)), c.Conflict, c.AttemptCount, c.Reason, c.HoldsLate())
+			_, picked := l.picked[c.ID]
+			k := fmt.Sprintf("%d|%s|%t|%d|%d|%s|%t|%d|%s|%t|%t", c.UpdatedAt.UnixNano(), c.State, i == l.sc.cur, l.w, l.tab,
+				age(l.sh.now.Sub(c.CreatedAt)), c.Conflict, c.AttemptCount, c.Reason, c.HoldsLate(), picked)
 			r, ok := l.rowCache[c.ID]
 			if !ok || r.key != k {
 				r = cachedRow{key: k, out: l.rowView(c, i == l.sc.cur, cols)}
@@ -497,16 +566,21 @@ func (l *listScreen) tabsView() string {
 	// The calls that settled late and wait for an acknowledgement are
 	// counted beside the tabs, on every tab: they are in the succeeded or
 	// failed tab, and L goes to them.
+	// So are the calls selected for a bulk query (space, *), on every tab.
 	badge := func(long bool) string {
+		out := ""
+		if n := len(l.picked); n > 0 {
+			out = " " + st.Key.Render(fmt.Sprintf("%s %d selected", GlyphPicked, n))
+		}
 		n := len(l.sh.late)
 		if n == 0 {
-			return ""
+			return out
 		}
 		word := "late"
 		if long {
 			word = "settled late"
 		}
-		return " " + st.Late.Render(fmt.Sprintf("%s %d %s", GlyphLate, n, word)) + st.Subtle.Render(" ("+l.keys.Late.Help().Key+")")
+		return out + " " + st.Late.Render(fmt.Sprintf("%s %d %s", GlyphLate, n, word)) + st.Subtle.Render(" ("+l.keys.Late.Help().Key+")")
 	}
 	s := render(0) + badge(true)
 	for short := 1; short <= 2 && ansi.StringWidth(s) > l.w; short++ {
@@ -562,6 +636,9 @@ func (l *listScreen) rowView(c pending.Call, sel bool, cols columns) string {
 	marker := "  "
 	if sel {
 		marker = GlyphSelected + " "
+	}
+	if _, ok := l.picked[c.ID]; ok {
+		marker = marker[:len(marker)-1] + GlyphPicked
 	}
 	why := clean(c.Reason)
 	if c.Conflict {

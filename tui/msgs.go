@@ -132,3 +132,49 @@ type dialogArmedMsg struct{ Dialog int }
 
 // errMsg is an error not tied to a call.
 type errMsg struct{ Err error }
+
+// Bulk reconciliation (issue 21).
+type (
+	// pickedAllMsg is every call of the list as filtered (the tab's state
+	// and the tool), read for the select-all key; Capped when there were
+	// more than maxPickAll.
+	pickedAllMsg struct {
+		Calls  []pending.Call
+		Capped bool
+		Err    error
+	}
+	// reconciledMsg: one call of a bulk run was queried (guard.Reconcile).
+	reconciledMsg struct {
+		Run int
+		ID  int64
+		Res guard.Reconciled
+	}
+	// acceptConfirmedMsg: the operator confirmed the accept dialog for
+	// these calls of a run.
+	acceptConfirmedMsg struct {
+		Run int
+		IDs []int64
+	}
+	// bulkRetryConfirmedMsg: the operator typed the count in the bulk
+	// retry dialog for these calls of a run.
+	bulkRetryConfirmedMsg struct {
+		Run int
+		IDs []int64
+	}
+	// bulkRetriedMsg: one call of a bulk retry has an outcome (guard.Retry).
+	bulkRetriedMsg struct {
+		Run    int
+		ID     int64
+		Result guard.Result
+		Err    error
+	}
+	// acceptedMsg: one call of an accept was marked applied with its
+	// query's evidence (guard.AcceptFound), or refused.
+	acceptedMsg struct {
+		Run      int
+		ID       int64
+		Call     pending.Call
+		Evidence string
+		Err      error
+	}
+)

@@ -3,6 +3,7 @@ package tui
 import (
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/mcp-confirm/mcp-confirm/guard"
 	"github.com/mcp-confirm/mcp-confirm/pending"
 )
 
@@ -18,12 +19,18 @@ const (
 	GlyphAll       = "≡"
 	GlyphLate      = "⚑" // settled late, not yet acknowledged: always with the word "late"
 	GlyphSelected  = "›"
+	GlyphPicked    = "◆" // picked for a bulk query (space), beside the cursor's ›
 	GlyphRead      = "R"
 	GlyphWrite     = "W"
 	GlyphKeyTail   = "…"
 	GlyphRule      = "─"
-	BarFull        = "█"
-	BarEmpty       = "░"
+	// A bulk query's findings (guard.Finding), each always with its words.
+	GlyphFound       = "✓"
+	GlyphNotFound    = "○"
+	GlyphQueryFailed = "×"
+	GlyphNoQuery     = "–"
+	BarFull          = "█"
+	BarEmpty         = "░"
 )
 
 // palette is every colour the console uses: semantic, adaptive to light
@@ -56,6 +63,7 @@ type Styles struct {
 	Tab                                                            struct{ Active, Inactive lipgloss.Style }
 	Row                                                            struct{ Normal, Selected, Header lipgloss.Style }
 	State                                                          map[pending.State]lipgloss.Style
+	Finding                                                        map[guard.Finding]lipgloss.Style
 	Dialog                                                         struct{ Box, Title, Body, Warning, Button, ButtonActive, Input lipgloss.Style }
 	Section                                                        lipgloss.Style
 	Label                                                          lipgloss.Style
@@ -101,6 +109,12 @@ func NewStyles(r *lipgloss.Renderer) *Styles {
 		pending.StateApplied:   n().Foreground(palette.Good),
 		pending.StateAbandoned: n().Foreground(palette.Muted),
 	}
+	s.Finding = map[guard.Finding]lipgloss.Style{
+		guard.FindingFound:       n().Foreground(palette.Good),
+		guard.FindingNotFound:    n().Foreground(palette.Warn),
+		guard.FindingQueryFailed: n().Foreground(palette.Bad),
+		guard.FindingNoQuery:     n().Foreground(palette.Muted),
+	}
 	s.Dialog.Box = n().Border(lipgloss.RoundedBorder()).BorderForeground(palette.Accent).Padding(0, 1)
 	s.Dialog.Title = n().Bold(true).Foreground(palette.Accent)
 	s.Dialog.Body = n().Foreground(palette.Fg)
@@ -135,6 +149,19 @@ func stateGlyph(st pending.State) string {
 		return GlyphAbandoned
 	}
 	return "?"
+}
+
+// findingGlyph is the glyph of a bulk query's finding.
+func findingGlyph(f guard.Finding) string {
+	switch f {
+	case guard.FindingFound:
+		return GlyphFound
+	case guard.FindingNotFound:
+		return GlyphNotFound
+	case guard.FindingQueryFailed:
+		return GlyphQueryFailed
+	}
+	return GlyphNoQuery
 }
 
 // stateWord is how a state reads on screen ("in flight", not "in_flight").
