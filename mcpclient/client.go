@@ -54,6 +54,11 @@ type Options struct {
 	// own; ctx ends when the session does. Nil: mcp-go refuses them.
 	OnServerRequest func(ctx context.Context, r ServerRequest) (json.RawMessage, *RPCError)
 
+	// OAuth is where logins are kept (mcp-confirm login): a Remote whose
+	// URL has one sends its token, refreshed when it expires, unless its
+	// headers carry an Authorization of their own. Nil: none are used.
+	OAuth *Logins
+
 	StderrLines int       // stderr lines kept for error messages; default 20
 	Stderr      io.Writer // if set, receives the server's whole stderr; must not block
 	Logger      *slog.Logger

@@ -127,6 +127,13 @@ func (r *Remote) session(ctx context.Context) (*remoteSession, error) {
 		r.mu.Unlock()
 	}()
 	s, err := r.connect(ctx, n)
+	var refused *loginRefusedError
+	if errors.As(err, &refused) && r.opts.OAuth.expireToken(r.spec.URL) {
+		// The server refused a token that had not expired by its own
+		// account (revoked, or the server forgot it): refresh it and shake
+		// hands once more. A handshake runs nothing.
+		s, err = r.connect(ctx, n)
+	}
 	if err != nil {
 		return nil, &StartError{Server: r.spec.URL, Session: n, Err: err}
 	}
@@ -146,8 +153,16 @@ func (r *Remote) session(ctx context.Context) (*remoteSession, error) {
 }
 
 func (r *Remote) connect(ctx context.Context, n int) (*remoteSession, error) {
-	tr, err := transport.NewStreamableHTTP(r.spec.URL, transport.WithHTTPBasicClient(r.httpc),
-		transport.WithHTTPHeaders(r.spec.Headers), transport.WithHTTPLogger(slog.New(debugOnly{r.opts.Logger.Handler()})))
+	topts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(r.httpc),
+		transport.WithHTTPHeaders(r.spec.Headers), transport.WithHTTPLogger(slog.New(debugOnly{r.opts.Logger.Handler()}))}
+	oauth, err := r.oauthOption()
+	if err != nil {
+		return nil, err
+	}
+	if oauth != nil {
+		topts = append(topts, oauth)
+	}
+	tr, err := transport.NewStreamableHTTP(r.spec.URL, topts...)
 	if err != nil {
 		return nil, err
 	}
@@ -165,6 +180,11 @@ func (r *Remote) connect(ctx context.Context, n int) (*remoteSession, error) {
 		_ = mc.Close()
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("no answer to the handshake in time (start timeout %s): %w", r.opts.StartTimeout, err)
+		}
+		if errors.Is(err, transport.ErrOAuthAuthorizationRequired) && oauth != nil {
+			// The stored login's token expired and could not be refreshed,
+			// or the server refused it.
+			return nil, &loginRefusedError{fmt.Errorf("handshake: %w (the stored login's token was refused or could not be refreshed)", ErrAuthorization)}
 		}
 		if errors.Is(err, transport.ErrAuthorizationRequired) || errors.Is(err, transport.ErrOAuthAuthorizationRequired) {
 			// One sentinel for a 401, at the handshake or on a call.
@@ -346,6 +366,11 @@ func (r *Remote) callOnce(ctx context.Context, tool string, args map[string]any,
 
 	reason, reasonErr := unknownReason(err, ctx, callCtx, false)
 	out := decideHTTP(x, err, reason, reasonErr)
+	if out.Kind == DeliveryNotSent && !x.connected && errors.Is(err, transport.ErrOAuthAuthorizationRequired) {
+		// The stored token expired and could not be refreshed: the request
+		// never left (mcp-go asks for the token before it sends).
+		out.Err = fmt.Errorf("%w: the stored login's token expired and could not be refreshed; nothing was sent", ErrAuthorization)
+	}
 	out.Session, out.EndedAt = s.n, time.Now()
 	out.Resumed = x.resumed && out.Kind != DeliveryUnknown
 	if out.Kind != DeliveryNotSent {
@@ -468,3 +493,24 @@ func (d debugOnly) Handle(ctx context.Context, rec slog.Record) error {
 
 func (d debugOnly) WithAttrs(as []slog.Attr) slog.Handler { return debugOnly{d.Handler.WithAttrs(as)} }
 func (d debugOnly) WithGroup(g string) slog.Handler       { return debugOnly{d.Handler.WithGroup(g)} }
+
+// oauthOption is mcp-go's OAuth for this session when a login is stored
+// for the URL (Options.OAuth), read afresh at each session so that a login
+// made meanwhile is used; nil when there is none, or when the headers
+// carry an Authorization of their own (--header wins: mcp-go would
+// otherwise put the login's over it).
+func (r *Remote) oauthOption() (transport.StreamableHTTPCOption, error) {
+	if r.opts.OAuth == nil {
+		return nil, nil
+	}
+	for k := range r.spec.Headers {
+		if http.CanonicalHeaderKey(k) == "Authorization" {
+			return nil, nil
+		}
+	}
+	cfg, ok, err := r.opts.OAuth.oauthFor(r.spec.URL)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return transport.WithHTTPOAuth(cfg), nil
+}

@@ -64,6 +64,11 @@ type Options struct {
 	// Observe, when set, is told of every tools/call the guard ran
 	// (metrics.Metrics.ObserveCall); it must not block.
 	Observe func(guard.Observation)
+	// OAuth is where 'mcp-confirm login' keeps its logins: a remote server
+	// with one gets its token (mcpclient.Options.OAuth). The proxy cannot
+	// open a browser for its host: without a usable login it answers the
+	// host's first request with an error naming mcp-confirm login.
+	OAuth *mcpclient.Logins
 }
 
 // Proxy is one upstream connection in front of one downstream server.
@@ -116,6 +121,7 @@ func New(opts Options) *Proxy {
 		OnServerRequest: p.serverRequest,
 		Stderr:          opts.ServerStderr,
 		Logger:          log,
+		OAuth:           opts.OAuth,
 	}
 	if opts.Server.URL == "" {
 		p.client = mcpclient.New(opts.Server, copts)
@@ -340,8 +346,13 @@ func (p *Proxy) refuseFirst(first []byte, err error) {
 	if json.Unmarshal(first, &m) != nil || m.Method == "" || len(m.ID) == 0 || string(m.ID) == "null" {
 		return
 	}
+	msg := "mcp-confirm proxy: the MCP server did not start: " + err.Error()
+	if errors.Is(err, mcpclient.ErrAuthorization) {
+		msg = "mcp-confirm proxy: authorization needed: run 'mcp-confirm login --url " + p.opts.Server.URL +
+			"' in a terminal, then restart this server (" + err.Error() + ")"
+	}
 	p.write(response{JSONRPC: mcp.JSONRPC_VERSION, ID: m.ID, Error: &mcpclient.RPCError{
-		Code: mcp.INTERNAL_ERROR, Message: "mcp-confirm proxy: the MCP server did not start: " + err.Error()}})
+		Code: mcp.INTERNAL_ERROR, Message: msg}})
 }
 
 // serverOptions mirror the downstream's capabilities, so the host sees the

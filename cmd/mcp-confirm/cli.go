@@ -136,7 +136,7 @@ or journal is given, else over the server after -- (or --config/--server).`,
 			"  mcp-confirm ack 17"),
 		c.reconcileCommand(),
 		c.listCommand(), c.showCommand(), c.exportCommand(), c.statsCommand(), c.reportCommand(), c.watchCommand(), c.verifyCommand(), c.journalCommand(),
-		c.proxyCommand(), c.initCommand(), c.uninstallCommand(), c.demoServerCommand(), c.versionCommand(),
+		c.proxyCommand(), c.loginCommand(), c.initCommand(), c.uninstallCommand(), c.demoServerCommand(), c.versionCommand(),
 	)
 	// cobra adds these two itself; made now so their help reads like the rest.
 	root.InitDefaultHelpCmd()

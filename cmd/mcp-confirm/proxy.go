@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -93,7 +94,9 @@ func runProxy(ctx context.Context, e *env, g *globalOpts, f proxyFlags, pos []st
 	defer closeAll()
 	if err := p.Run(ctx, e.stdin, e.stdout); err != nil {
 		hint := "Check that the server starts on its own (run its command by hand)."
-		if g.url != "" {
+		if errors.Is(err, mcpclient.ErrAuthorization) {
+			hint = fmt.Sprintf("Run 'mcp-confirm login --url %s' in a terminal, then restart the host.", shellQuote(authURL(g, err)))
+		} else if g.url != "" {
 			hint = "Check that the server at " + g.url + " is up and answers (its logs, --url, --header)."
 		}
 		fmt.Fprintf(e.stderr, "mcp-confirm proxy: %v\n%s\n", err, hint)
@@ -183,6 +186,7 @@ func prepareProxy(ctx context.Context, e *env, logTo io.Writer, g *globalOpts, f
 	if err == nil {
 		err = addHeaders(&choice.spec, g.headers, g.headerEnv)
 	}
+	withLogins(e, &choice)
 	if err != nil {
 		closeAll()
 		fmt.Fprintf(e.stderr, "mcp-confirm proxy: %v\nRun 'mcp-confirm proxy --help' for server selection.\n", err)
@@ -207,7 +211,7 @@ func prepareProxy(ctx context.Context, e *env, logTo io.Writer, g *globalOpts, f
 	}
 	p = proxy.New(proxy.Options{
 		Server: choice.spec, Identity: choice.identity, Journal: j, Policy: policy, Timeout: g.timeout, HostTimeout: f.hostTimeout, Version: version,
-		Logger: log, ServerStderr: logw, Observe: observe,
+		Logger: log, ServerStderr: logw, Observe: observe, OAuth: choice.logins,
 	})
 	if m != nil {
 		mctx, stop := context.WithCancel(ctx)

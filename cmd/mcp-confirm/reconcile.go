@@ -126,7 +126,7 @@ func runReconcile(ctx context.Context, e *env, g *globalOpts, f reconcileFlags, 
 		}
 	}
 	start := time.Now()
-	r := &reconciler{j: j, policy: policy, engines: map[string]*serverSession{}}
+	r := &reconciler{e: e, j: j, policy: policy, engines: map[string]*serverSession{}}
 	defer r.close()
 	var progress func(done, total int, counts map[guard.Finding]int)
 	if writesToTerminal(e.stderr) {
@@ -215,6 +215,7 @@ func writesToTerminal(w io.Writer) bool {
 // reconciler queries calls on their own servers: one session per distinct
 // server, started on first use and shared by that server's queries.
 type reconciler struct {
+	e       *env // for the stored OAuth logins of remote servers (withLogins)
 	j       *pending.Journal
 	policy  *guard.Policy
 	mu      sync.Mutex // guards engines
@@ -257,6 +258,9 @@ func (r *reconciler) sessionFor(ctx context.Context, c pending.Call) (*serverSes
 		if choice, err := callServer(c); err != nil {
 			s.start = err
 		} else {
+			if r.e != nil {
+				withLogins(r.e, &choice)
+			}
 			s.en, s.start = serverEngine(r.j, r.policy, choice, 0)
 		}
 		r.engines[key] = s

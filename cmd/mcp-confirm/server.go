@@ -26,8 +26,9 @@ import (
 type serverChoice struct {
 	spec     mcpclient.ServerSpec
 	identity guard.ServerIdentity
-	builtin  bool // the built-in demo server
-	given    bool // named on this command line (-- CMD, or --config/--server)
+	builtin  bool              // the built-in demo server
+	given    bool              // named on this command line (-- CMD, or --config/--server)
+	logins   *mcpclient.Logins // stored OAuth logins, for a remote server (withLogins)
 }
 
 // serverSpec picks the server: -- CMD ARGS, or --config F --server N, or
@@ -248,6 +249,7 @@ func openEngine(ctx context.Context, e *env, g *globalOpts, cmd string, forCall 
 	if err == nil {
 		err = addHeaders(&choice.spec, g.headers, g.headerEnv)
 	}
+	withLogins(e, &choice)
 	if err != nil {
 		j.Close()
 		code := exitBadInput
@@ -282,6 +284,7 @@ func serverEngine(j *pending.Journal, policy *guard.Policy, choice serverChoice,
 	en.client, err = dial(spec, mcpclient.Options{
 		ClientVersion: version,
 		ListTimeout:   listTimeout,
+		OAuth:         choice.logins,
 		OnLateResult:  func(lr mcpclient.LateResult) { gd.HandleLateResult(lr) },
 		OnSession: func(n int) {
 			_ = j.RecordEvent(context.Background(), pending.EventSessionStarted, 0, fmt.Sprintf("session %d", n))
@@ -372,7 +375,8 @@ func exitFor(e *env, g *globalOpts, cmd string, res guard.Result, err error) int
 		var start *mcpclient.StartError
 		switch {
 		case errors.Is(err, mcpclient.ErrAuthorization):
-			hint = "The server wants authorization: give --header 'Authorization: Bearer ${TOKEN}' (the token in $TOKEN); nothing was run."
+			hint = fmt.Sprintf("The server wants authorization: run 'mcp-confirm login --url %s', or give --header 'Authorization: Bearer ${TOKEN}' (the token in $TOKEN); nothing was run.",
+				shellQuote(authURL(g, err)))
 		case errors.As(err, &refused):
 			hint = "The server refused the request before running it: check --url and --header; nothing was run."
 		case errors.Is(err, mcpclient.ErrListTimeout):
@@ -448,4 +452,17 @@ func warnPolicy(e *env, cmd string, policy *guard.Policy, tools []mcp.Tool) {
 	for _, p := range policy.Check(tools) {
 		fmt.Fprintf(e.stderr, "mcp-confirm %s: warning: policy %s\n", cmd, termtext.Line(p.String()))
 	}
+}
+
+// authURL is the URL to log in to for an authorization error: the
+// server's whose session did not start, else --url.
+func authURL(g *globalOpts, err error) string {
+	var start *mcpclient.StartError
+	if errors.As(err, &start) && (strings.HasPrefix(start.Server, "http://") || strings.HasPrefix(start.Server, "https://")) {
+		return start.Server
+	}
+	if g.url != "" {
+		return g.url
+	}
+	return "URL"
 }

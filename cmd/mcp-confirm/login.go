@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcp-confirm/mcp-confirm/mcpclient"
+	"github.com/mcp-confirm/mcp-confirm/termtext"
+)
+
+// defaultLoginWait is how long login waits for the browser step.
+const defaultLoginWait = 5 * time.Minute
+
+func (c *cli) loginCommand() *cobra.Command {
+	var wait time.Duration
+	var scopes []string
+	cmd := c.leaf(&cobra.Command{
+		Use:   "login --url URL [--wait D] [--scope S]",
+		Short: "log in to a remote server with OAuth; its token is then used and refreshed",
+		Long: `login does the OAuth 2.1 login of the MCP authorization spec for the remote
+server at --url: it finds the server's authorization server (protected-resource
+metadata), registers mcp-confirm with it, and prints the authorization URL to
+open in a browser. When the browser comes back to mcp-confirm's loopback
+redirect (127.0.0.1, a free port), the code is exchanged, with PKCE, for
+tokens, kept mode 0600 in the state folder, one file per server URL.
+
+call, tools, query, retry, proxy and the console then send the token to that
+URL and refresh it when it expires; a --header 'Authorization: ...' wins over it.
+
+Exit 0 logged in; 1 not completed (declined, --wait ran out, ctrl-C); 2 bad
+input; 5 the server cannot be reached or offers no OAuth login.`,
+		Example: "  mcp-confirm login --url https://orders.example.com/mcp",
+	}, "serve", []string{"url"}, func(pos []string) int { return runLogin(c.ctx, c.env, &c.g, wait, scopes, pos) })
+	cmd.Flags().DurationVar(&wait, "wait", defaultLoginWait, "how long to wait for the browser step")
+	cmd.Flags().StringSliceVar(&scopes, "scope", nil, "OAuth scope to ask for (repeatable; default: what the server's 401 asks for)")
+	cmd.ValidArgsFunction = cobra.NoFileCompletions
+	return cmd
+}
+
+// loginStore is this user's stored logins: the oauth folder of the state
+// folder ($XDG_STATE_HOME/mcp-confirm/oauth, else
+// ~/.local/state/mcp-confirm/oauth), whatever journal is used.
+func loginStore(e *env) (*mcpclient.Logins, error) {
+	if d := e.getenv("XDG_STATE_HOME"); d != "" {
+		return &mcpclient.Logins{Dir: filepath.Join(d, "mcp-confirm", "oauth")}, nil
+	}
+	home := e.getenv("HOME")
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return nil, fmt.Errorf("no state folder for logins: set $XDG_STATE_HOME or $HOME (%w)", err)
+		}
+		home = h
+	}
+	return &mcpclient.Logins{Dir: filepath.Join(home, ".local", "state", "mcp-confirm", "oauth")}, nil
+}
+
+// withLogins gives a remote server's choice this user's stored logins; a
+// state folder that cannot be found leaves it without (a 401 then says
+// how to log in).
+func withLogins(e *env, choice *serverChoice) {
+	if choice.spec.URL == "" {
+		return
+	}
+	if l, err := loginStore(e); err == nil {
+		choice.logins = l
+	}
+}
+
+func runLogin(ctx context.Context, e *env, g *globalOpts, wait time.Duration, scopes []string, pos []string) int {
+	switch {
+	case len(pos) > 0:
+		return (&cli{env: e}).unexpected("login", pos[0], "Give the server with --url URL.")
+	case g.url == "":
+		fmt.Fprintf(e.stderr, "mcp-confirm login: no server given\nGive the remote server's endpoint with --url, e.g. mcp-confirm login --url https://orders.example.com/mcp.\n")
+		return exitBadInput
+	case wait <= 0:
+		fmt.Fprintf(e.stderr, "mcp-confirm login: --wait must be more than 0 (got %s)\nGive how long to wait for the browser, e.g. --wait 5m.\n", wait)
+		return exitBadInput
+	}
+	if err := checkURL(g.url); err != nil {
+		fmt.Fprintf(e.stderr, "mcp-confirm login: %v\nGive the remote server's endpoint, e.g. --url https://orders.example.com/mcp; nothing was stored.\n", err)
+		return exitBadInput
+	}
+	logins, err := loginStore(e)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "mcp-confirm login: %v\nNothing was stored.\n", err)
+		return exitUnavailable
+	}
+	login, err := mcpclient.Authorize(ctx, g.url, mcpclient.AuthorizeOptions{
+		Scopes: scopes, Wait: wait,
+		OnAuthorizationURL: func(u string) {
+			fmt.Fprintf(e.stderr, "Open this URL in a browser to log in to %s (waiting up to %s; ctrl-C stops):\n", g.url, wait)
+			fmt.Fprintln(e.stdout, u)
+		},
+	})
+	if err != nil {
+		return loginFailed(ctx, e, g.url, err)
+	}
+	if err := logins.Save(login); err != nil {
+		fmt.Fprintf(e.stderr, "mcp-confirm login: %v\nThe login worked but could not be kept: check the state folder %s (disk space, permissions).\n", err, logins.Dir)
+		return exitUnavailable
+	}
+	expiry := "no expiry given"
+	if !login.Token.ExpiresAt.IsZero() {
+		expiry = "access token valid for " + time.Until(login.Token.ExpiresAt).Round(time.Second).String()
+		if login.Token.RefreshToken != "" {
+			expiry += ", refreshed when it expires"
+		}
+	}
+	fmt.Fprintf(e.stderr, "mcp-confirm login: logged in to %s (%s); kept in %s\n", g.url, expiry, logins.Path(g.url))
+	return exitOK
+}
+
+// loginFailed says why a login did not happen, in two lines, and gives the
+// exit code: 1 not completed (declined, the wait ran out, interrupted), 5
+// no OAuth login at that server (or it cannot be reached).
+func loginFailed(ctx context.Context, e *env, serverURL string, err error) int {
+	msg := termtext.Strip(err.Error()) // it may quote a server's words
+	var unreached *url.Error
+	switch {
+	case ctx.Err() != nil:
+		fmt.Fprintf(e.stderr, "mcp-confirm login: interrupted before the browser step was completed\nNothing was stored; run it again to log in.\n")
+		return exitFailed
+	case errors.Is(err, mcpclient.ErrLoginWait):
+		fmt.Fprintf(e.stderr, "mcp-confirm login: %s\nNothing was stored; run it again (a longer --wait gives more time).\n", msg)
+		return exitFailed
+	case errors.Is(err, mcpclient.ErrLoginDenied):
+		fmt.Fprintf(e.stderr, "mcp-confirm login: %s\nNothing was stored.\n", msg)
+		return exitFailed
+	case errors.Is(err, mcpclient.ErrNoOAuth):
+		fmt.Fprintf(e.stderr, "mcp-confirm login: %s\nCheck --url; a server that wants a token given otherwise takes --header 'Authorization: Bearer ${TOKEN}'. Nothing was stored.\n", oneLine(msg))
+		return exitUnavailable
+	case errors.As(err, &unreached) && !strings.Contains(msg, "OAuth error"):
+		fmt.Fprintf(e.stderr, "mcp-confirm login: %s\nCheck that the server is up and reachable at %s; nothing was stored.\n", oneLine(msg), serverURL)
+		return exitUnavailable
+	}
+	fmt.Fprintf(e.stderr, "mcp-confirm login: %s\nThe authorization server refused; nothing was stored.\n", oneLine(msg))
+	return exitFailed
+}
