@@ -109,10 +109,18 @@ func New(opts Options) *Metrics {
 			func() float64 { return float64(opts.Sessions()) }))
 	}
 	if opts.Journal != nil {
-		m.reg.MustRegister(&journalCollector{j: opts.Journal, m: m})
-		opts.Journal.ObserveCommits(m.observeCommit)
+		m.SetJournal(opts.Journal)
 	}
 	return m
+}
+
+// SetJournal adds the journal's gauges (read at each scrape) and commit
+// latencies, for a process that opens its journal after it made its
+// metrics (the console: its guard must be given ObserveCall as it is
+// made). Called at most once, and not with Options.Journal.
+func (m *Metrics) SetJournal(j *pending.Journal) {
+	m.reg.MustRegister(&journalCollector{j: j, m: m})
+	j.ObserveCommits(m.observeCommit)
 }
 
 // Registry is where the metrics are, for a caller serving them itself.

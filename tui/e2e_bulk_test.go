@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,7 +73,16 @@ func TestEndToEndBulkReconcileInTmux(t *testing.T) {
 	}
 
 	// 2. The console on the same journal and the first server.
+	// With --metrics and --concurrency, the console's own flags: the
+	// metrics are scraped after the bulk accept.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsAddr := ln.Addr().String()
+	ln.Close()
 	tm := newTerm(t, 110, 32, []string{"TERM=xterm-256color"}, bin, "--db", journal, "--policy", policy,
+		"--metrics", metricsAddr, "--concurrency", "2",
 		"--", bin, "demo-server", "--db", demoDB, "--hang-after-commit", "1")
 	tm.waitFor("create_order", "unknown 4", "mcp-confirm-demo running")
 	for n := 1; n <= 4; n++ {
@@ -85,6 +97,13 @@ func TestEndToEndBulkReconcileInTmux(t *testing.T) {
 	tm.waitFor("Mark 3 found calls applied?", "calls 1–3 of 3", "Yes, mark them applied")
 	tm.press("y")
 	tm.waitFor("marked 3 calls applied, each with its query's evidence")
+	scrape := scrapeMetrics(t, "http://"+metricsAddr+"/metrics")
+	for _, want := range []string{`mcp_confirm_journal_calls{state="applied"} 3`, `mcp_confirm_journal_calls{state="unknown"} 1`,
+		`mcp_confirm_sessions_started_total 1`, `mcp_confirm_journal_commit_seconds_count{sync="full"}`} {
+		if !strings.Contains(scrape, want) {
+			t.Errorf("the console's metrics lack %q:\n%s", want, scrape)
+		}
+	}
 	tm.press("Down")
 	tm.press("Down")
 	tm.waitFor("query failed (1)", "was made on")
@@ -141,4 +160,19 @@ func TestEndToEndBulkReconcileInTmux(t *testing.T) {
 	if n := countOrders(t, demoDB); n != 3 {
 		t.Fatalf("the demo database holds %d orders, want 3", n)
 	}
+}
+
+// scrapeMetrics GETs a Prometheus text page.
+func scrapeMetrics(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("scrape %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape %s: status %d, %v", url, resp.StatusCode, err)
+	}
+	return string(b)
 }

@@ -45,6 +45,23 @@ type globalOpts struct {
 	// the environment (init writes these, so that a token in a host's
 	// config goes to the proxy's environment, not its command line).
 	headerEnv []string
+	// observe is not a flag: the console sets it (--metrics) before it
+	// opens its engine, whose guard then tells it of every call.
+	observe func(guard.Observation)
+	console consoleFlags // the console's own flags (on the root and on tui)
+}
+
+// consoleFlags are the console's own flags.
+type consoleFlags struct {
+	metrics     string // --metrics HOST:PORT
+	concurrency int    // --concurrency: queries out at once in a bulk query (S)
+}
+
+// addConsoleFlags puts the console's own flags on cmd (the root, and tui).
+func (c *cli) addConsoleFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&c.g.console.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics while the console runs (HOST:PORT; without a host, loopback; port 0 picks one)")
+	fl.IntVar(&c.g.console.concurrency, "concurrency", 8, "queries out at once when the console queries selected calls in bulk (S), 1 to 64")
 }
 
 // Which global flags a command uses. A global flag given to a command that
@@ -104,6 +121,7 @@ or journal is given, else over the server after -- (or --config/--server).`,
 	root.SetUsageTemplate(usageTemplate)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return &usageError{cmd: cmd, err: err} })
 
+	c.addConsoleFlags(root)
 	pf := root.PersistentFlags()
 	pf.StringVar(&c.g.db, "db", "", "journal file (else $MCP_CONFIRM_DB, else $XDG_STATE_HOME/mcp-confirm/journal.db)")
 	pf.StringVar(&c.g.policy, "policy", "", "policy file (TOML; see README \"Policy\")")
@@ -164,7 +182,7 @@ func (c *cli) leaf(cmd *cobra.Command, group string, globals []string, run func(
 }
 
 func (c *cli) consoleCommand() *cobra.Command {
-	return c.leaf(&cobra.Command{
+	cmd := c.leaf(&cobra.Command{
 		Use:   "tui [-- SERVER_COMMAND [ARGS...]]",
 		Short: "the operator console (the same as no command)",
 		Example: `  mcp-confirm tui --db journal.db -- node orders-server.js
@@ -175,6 +193,8 @@ func (c *cli) consoleCommand() *cobra.Command {
 		}
 		return runConsole(c.ctx, c.env, &c.g)
 	})
+	c.addConsoleFlags(cmd)
+	return cmd
 }
 
 func (c *cli) versionCommand() *cobra.Command {

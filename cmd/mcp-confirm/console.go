@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/charmbracelet/x/term"
 
 	"github.com/mcp-confirm/mcp-confirm/guard"
+	"github.com/mcp-confirm/mcp-confirm/metrics"
 	"github.com/mcp-confirm/mcp-confirm/tui"
 )
 
@@ -31,6 +33,17 @@ query_args = { idempotency_key = "{key}" }
 // runConsole opens the operator console. With no server and no journal
 // given it is the guided demo.
 func runConsole(ctx context.Context, e *env, g *globalOpts) int {
+	cf := g.console
+	if cf.concurrency < 1 || cf.concurrency > 64 {
+		fmt.Fprintf(e.stderr, "mcp-confirm: --concurrency %d: want 1 to 64 queries at once\n", cf.concurrency)
+		return exitBadInput
+	}
+	if cf.metrics != "" {
+		if err := metrics.CheckAddr(cf.metrics); err != nil {
+			fmt.Fprintf(e.stderr, "mcp-confirm: --metrics %q: %v\nGive HOST:PORT, such as 127.0.0.1:9464 (port 0 picks one).\n", cf.metrics, err)
+			return exitBadInput
+		}
+	}
 	if !isTerminal(e) {
 		fmt.Fprintln(e.stderr, "mcp-confirm: the console needs a terminal on stdin and stdout.\nFor scripts use 'mcp-confirm list', 'show', 'call', 'retry' (see --help).")
 		return exitBadInput
@@ -41,11 +54,35 @@ func runConsole(ctx context.Context, e *env, g *globalOpts) int {
 			return code
 		}
 	}
+	// The metrics are made before the engine, so that its guard tells them
+	// of every call; they read the engine's server and journal at scrape.
+	var m *metrics.Metrics
+	var en *engine
+	if cf.metrics != "" {
+		m = metrics.New(metrics.Options{
+			Server:   func() string { return en.client.ServerInfo().Name },
+			Sessions: func() int { return en.client.Session() },
+		})
+		g.observe = m.ObserveCall
+	}
 	en, code := openEngine(ctx, e, g, "console", 0)
 	if en == nil {
 		return code
 	}
 	defer en.close()
+	if m != nil {
+		m.SetJournal(en.journal)
+		mctx, stop := context.WithCancel(ctx)
+		defer stop()
+		// The console owns the terminal: the server's log lines go to
+		// nowhere, and the address to stderr before the screen opens.
+		url, err := m.Serve(mctx, cf.metrics, slog.New(slog.DiscardHandler))
+		if err != nil {
+			fmt.Fprintf(e.stderr, "mcp-confirm: %v\nGive a free HOST:PORT for --metrics, such as 127.0.0.1:9464 (port 0 picks one).\n", err)
+			return exitBadInput
+		}
+		fmt.Fprintf(e.stderr, "mcp-confirm: metrics at %s\n", url)
+	}
 	var policy *guard.Policy
 	if g.policy != "" {
 		policy, _ = guard.LoadPolicy(g.policy) // openEngine has read it already
@@ -60,6 +97,7 @@ func runConsole(ctx context.Context, e *env, g *globalOpts) int {
 		Demo:         demo,
 		WriteTimeout: g.timeout, // 0: the policy's clock for each tool, else the default
 		Home:         e.getenv("HOME"),
+		Concurrency:  cf.concurrency,
 	}
 	if demo {
 		opts.Prefill = map[string]map[string]any{

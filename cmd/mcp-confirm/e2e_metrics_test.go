@@ -85,3 +85,28 @@ func TestProxyMetrics(t *testing.T) {
 		t.Errorf("a journal was created for a proxy that refused its flags")
 	}
 }
+
+// The console's own flags are checked before anything else: a bad
+// --concurrency or --metrics is exit 2 with a line naming it, terminal or
+// not, and no journal is made.
+func TestConsoleFlagsBadInput(t *testing.T) {
+	w := newWorld(t, t.TempDir())
+	journal := filepath.Join(w.dir, "console.db")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--concurrency", "0"}, "--concurrency 0: want 1 to 64"},
+		{[]string{"tui", "--concurrency", "65"}, "--concurrency 65: want 1 to 64"},
+		{[]string{"--metrics", "9464"}, `--metrics "9464"`},
+	} {
+		r := cliIn(t, w.bin, w.dir, "", append(append([]string{}, tt.args...), "--db", journal)...)
+		wantExit(t, r, exitBadInput, strings.Join(tt.args, " "))
+		if !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("%v: stderr does not say %q:\n%s", tt.args, tt.want, r.stderr)
+		}
+		if _, err := os.Stat(journal); err == nil {
+			t.Fatalf("%v: a journal was made by a console that refused its flags", tt.args)
+		}
+	}
+}

@@ -29,6 +29,9 @@ type serverChoice struct {
 	builtin  bool              // the built-in demo server
 	given    bool              // named on this command line (-- CMD, or --config/--server)
 	logins   *mcpclient.Logins // stored OAuth logins, for a remote server (withLogins)
+	// observe, when set, is told of every call the engine's guard runs
+	// (the console's --metrics: metrics.Metrics.ObserveCall).
+	observe func(guard.Observation)
 }
 
 // serverSpec picks the server: -- CMD ARGS, or --config F --server N, or
@@ -259,6 +262,7 @@ func openEngine(ctx context.Context, e *env, g *globalOpts, cmd string, forCall 
 		fmt.Fprintf(e.stderr, "mcp-confirm %s: %v\nRun 'mcp-confirm --help' for server selection; nothing was sent.\n", cmd, err)
 		return nil, code
 	}
+	choice.observe = g.observe
 	en, err := serverEngine(j, policy, choice, g.timeout)
 	if err != nil {
 		j.Close()
@@ -293,7 +297,7 @@ func serverEngine(j *pending.Journal, policy *guard.Policy, choice serverChoice,
 	if err != nil {
 		return nil, err
 	}
-	opts := guard.Options{Policy: policy, ServerAlias: spec.Name, Server: choice.identity, WriteTimeout: timeout}
+	opts := guard.Options{Policy: policy, ServerAlias: spec.Name, Server: choice.identity, WriteTimeout: timeout, Observe: choice.observe}
 	if policy != nil {
 		en.notifier = notify.New(policy.Notify, slog.New(slog.NewTextHandler(os.Stderr, nil)).With("from", "mcp-confirm notify"))
 		opts.Notify = en.notifier.Func(j.Path())
