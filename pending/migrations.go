@@ -174,6 +174,42 @@ DROP TRIGGER decisions_append_only;
 	`
 ALTER TABLE decisions ADD COLUMN host TEXT NOT NULL DEFAULT '';  -- os.Hostname of the deciding process; '' before migration 6
 `,
+	// 7: compensation (issue 21). A call may be made to undo another (the
+	// policy's cancel_tool, mcp-confirm compensate): calls.compensates
+	// links it to the call it undoes, and the operator's decision to
+	// compensate is a sixth action. SQLite cannot change a CHECK, so
+	// decisions is rebuilt, every column and row as they are (the chain's
+	// hashes do not cover the table's shape, only its rows).
+	`
+ALTER TABLE calls ADD COLUMN compensates INTEGER REFERENCES calls (id);  -- the call this one was made to undo, if any
+CREATE INDEX calls_compensating ON calls (compensates) WHERE compensates IS NOT NULL;
+
+DROP TRIGGER decisions_append_only;
+DROP TRIGGER decisions_never_deleted;
+DROP INDEX decisions_by_call;
+CREATE TABLE decisions_v7 (
+	id        INTEGER PRIMARY KEY,
+	call_id   INTEGER NOT NULL REFERENCES calls (id),
+	action    TEXT    NOT NULL CHECK (action IN ('query', 'retry', 'abandon', 'mark', 'note', 'ack', 'compensate')),
+	operator  TEXT    NOT NULL,
+	at        TEXT    NOT NULL,
+	note      TEXT    NOT NULL DEFAULT '',
+	evidence  TEXT,                                -- query result, late result, override notes
+	attempt   INTEGER,                             -- the attempt a retry started
+	prev_hash TEXT    NOT NULL DEFAULT '',         -- hash of the decision before it (id order); 64 zeros for the first
+	hash      TEXT    NOT NULL DEFAULT '',         -- SHA-256 of this row's canonical encoding, prev_hash included
+	host      TEXT    NOT NULL DEFAULT ''          -- os.Hostname of the deciding process; '' before migration 6
+);
+INSERT INTO decisions_v7 (id, call_id, action, operator, at, note, evidence, attempt, prev_hash, hash, host)
+	SELECT id, call_id, action, operator, at, note, evidence, attempt, prev_hash, hash, host FROM decisions;
+DROP TABLE decisions;
+ALTER TABLE decisions_v7 RENAME TO decisions;
+CREATE INDEX decisions_by_call ON decisions (call_id, id);
+CREATE TRIGGER decisions_append_only BEFORE UPDATE ON decisions
+BEGIN SELECT RAISE(ABORT, 'decisions are append-only'); END;
+CREATE TRIGGER decisions_never_deleted BEFORE DELETE ON decisions
+BEGIN SELECT RAISE(ABORT, 'decisions are append-only'); END;
+`,
 }
 
 // migrationCode is the Go part of a migration (by number), run after its

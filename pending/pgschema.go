@@ -166,6 +166,15 @@ CREATE TABLE mcp_confirm_secret (secret TEXT NOT NULL);
 	`
 ALTER TABLE decisions ADD COLUMN host TEXT NOT NULL DEFAULT '';
 `,
+	// 4: compensation (SQLite's 7): calls.compensates, and the sixth
+	// action. The CHECK is the one CREATE TABLE named after its column.
+	`
+ALTER TABLE calls ADD COLUMN compensates BIGINT REFERENCES calls (id);
+CREATE INDEX calls_compensating ON calls (compensates) WHERE compensates IS NOT NULL;
+ALTER TABLE decisions DROP CONSTRAINT decisions_action_check;
+ALTER TABLE decisions ADD CONSTRAINT decisions_action_check
+	CHECK (action IN ('query', 'retry', 'abandon', 'mark', 'note', 'ack', 'compensate'));
+`,
 }
 
 // pgLockClass is the first key of every advisory lock the journal takes

@@ -23,7 +23,7 @@ func parseExportTime(s string) (time.Time, error) { return time.Parse(time.RFC33
 
 const callColumns = `id, state, reason, server, server_alias, server_identity, tool, kind, kind_source, key, args,
 	fingerprint, created_at, updated_at, conflict, conflict_note, proposal, owner, late_settled_at, acked_at, redacted_seals,
-	(SELECT count(*) FROM attempts a WHERE a.call_id = calls.id)`
+	(SELECT count(*) FROM attempts a WHERE a.call_id = calls.id), coalesce(compensates, 0)`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -32,7 +32,7 @@ func scanCall(s scanner) (Call, error) {
 	var args, identity, created, updated, lateAt, ackedAt, seals string
 	if err := s.Scan(&c.ID, &c.State, &c.Reason, &c.Server, &c.ServerAlias, &identity, &c.Tool, &c.Kind, &c.KindSource,
 		&c.Key, &args, &c.Fingerprint, &created, &updated, &c.Conflict, &c.ConflictNote, &c.Proposal, &c.Owner,
-		&lateAt, &ackedAt, &seals, &c.AttemptCount); err != nil {
+		&lateAt, &ackedAt, &seals, &c.AttemptCount, &c.Compensates); err != nil {
 		return Call{}, err
 	}
 	c.RedactedSeals = strings.Fields(seals)
@@ -87,7 +87,19 @@ func (j *Journal) Get(ctx context.Context, id int64) (Call, error) {
 	if c.Decisions, err = decisionsOf(ctx, q, id); err != nil {
 		return Call{}, err
 	}
-	return c, nil
+	rows, err := q.QueryContext(ctx, "SELECT id FROM calls WHERE compensates = ? ORDER BY id", id)
+	if err != nil {
+		return Call{}, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var by int64
+		if err := rows.Scan(&by); err != nil {
+			return Call{}, err
+		}
+		c.CompensatedBy = append(c.CompensatedBy, by)
+	}
+	return c, rows.Err()
 }
 
 // snapshot begins a read-only transaction that sees one state of the

@@ -63,6 +63,23 @@ func (e *TransitionError) Error() string {
 
 func (e *TransitionError) Unwrap() error { return ErrIllegalTransition }
 
+// EventCompensate names, in a refusal, the operator's decision to have a
+// call undone: no transition of its own (the call keeps its state; the
+// call that undoes it has its own).
+const EventCompensate Event = "compensate"
+
+// Compensable reports whether a call in state s may be undone by another
+// (ActionCompensate): one that took effect or may have (succeeded,
+// applied, unknown, abandoned); not one in flight (its outcome is coming)
+// nor one that failed (the server said it did nothing).
+func Compensable(s State) bool {
+	switch s {
+	case StateSucceeded, StateApplied, StateUnknown, StateAbandoned:
+		return true
+	}
+	return false
+}
+
 // transitions is the state machine of SPEC §3, in one place. A late result
 // (EventSucceeded/EventFailed on an unknown call) is a legal transition; a
 // late result on an applied or abandoned call is not, and is recorded as a

@@ -40,6 +40,11 @@ type Call struct {
 	Decisions     []Decision `json:"decisions,omitempty"`
 	// AttemptCount is filled by List, which leaves Attempts out.
 	AttemptCount int `json:"attempt_count"`
+	// Compensates is the call this one was made to undo (mcp-confirm
+	// compensate), 0 for none; CompensatedBy, filled by Get, are the calls
+	// made to undo this one.
+	Compensates   int64   `json:"compensates,omitempty"`
+	CompensatedBy []int64 `json:"compensated_by,omitempty"`
 }
 
 // Attempt is one send of a call over one session.
@@ -80,6 +85,9 @@ const (
 	ActionMark    Action = "mark"
 	ActionNote    Action = "note"
 	ActionAck     Action = "ack" // the operator has seen a late settle; the hold it kept ends
+	// ActionCompensate: the operator had a call made to undo this one (the
+	// policy's cancel_tool); that call's Compensates names this one.
+	ActionCompensate Action = "compensate"
 )
 
 // Decision is an append-only journal row: who decided what, when, and what

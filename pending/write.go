@@ -39,6 +39,10 @@ type Intent struct {
 	// settled late within LateHold and not yet acknowledged (SPEC §9).
 	Hold     bool
 	LateHold time.Duration
+	// Compensates, when not 0, is the call this one is made to undo
+	// (Journal.Call.Compensates); the operator's decision to do so is
+	// recorded on that call first (Decide, ActionCompensate).
+	Compensates int64
 }
 
 // ErrHeld and ErrKeyExists are wrapped by *HeldError, *LateSettledError
@@ -118,11 +122,15 @@ func (j *Journal) RecordIntent(ctx context.Context, in Intent) (Call, error) {
 				return err
 			}
 		}
+		var compensates any // NULL for a call that undoes none
+		if in.Compensates != 0 {
+			compensates = in.Compensates
+		}
 		err = j.queryRow(ctx, c, `INSERT INTO calls (server, server_alias, server_identity, tool, kind, kind_source,
-			key, args, fingerprint, redacted_seals, state, owner, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'in_flight', ?, ?, ?) RETURNING id`,
+			key, args, fingerprint, redacted_seals, state, owner, created_at, updated_at, compensates)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'in_flight', ?, ?, ?, ?) RETURNING id`,
 			in.Server, in.ServerAlias, string(in.ServerIdentity), in.Tool, in.Kind, in.KindSource, in.Key,
-			string(in.Args), in.Fingerprint, strings.Join(seals, " "), j.Owner(), ts, ts).Scan(&id)
+			string(in.Args), in.Fingerprint, strings.Join(seals, " "), j.Owner(), ts, ts, compensates).Scan(&id)
 		if err != nil {
 			return err
 		}
@@ -140,7 +148,7 @@ func (j *Journal) RecordIntent(ctx context.Context, in Intent) (Call, error) {
 		ID: id, State: StateInFlight, Server: in.Server, ServerAlias: in.ServerAlias, ServerIdentity: in.ServerIdentity,
 		Tool: in.Tool,
 		Kind: in.Kind, KindSource: in.KindSource, Key: in.Key, Args: in.Args, Fingerprint: in.Fingerprint,
-		RedactedSeals: seals, CreatedAt: now, UpdatedAt: now, Owner: j.Owner(), AttemptCount: 1,
+		RedactedSeals: seals, CreatedAt: now, UpdatedAt: now, Owner: j.Owner(), AttemptCount: 1, Compensates: in.Compensates,
 		Attempts: []Attempt{{N: 1, Session: in.Session, SentAt: now, Outcome: OutcomePending}},
 	}, nil
 }
@@ -467,7 +475,9 @@ type DecisionInput struct {
 // Decide appends a decision. Abandon and mark move the call through the
 // state machine (refused with a *TransitionError, and nothing written, from
 // states that do not allow them); query and note are allowed in any state
-// and change nothing but the decision log (and the proposal, for a query).
+// and change nothing but the decision log (and the proposal, for a query);
+// compensate changes nothing either, and is refused (*TransitionError) on
+// a call that is not Compensable.
 func (j *Journal) Decide(ctx context.Context, callID int64, in DecisionInput) error {
 	var ev Event
 	switch in.Action {
@@ -475,7 +485,7 @@ func (j *Journal) Decide(ctx context.Context, callID int64, in DecisionInput) er
 		ev = EventAbandon
 	case ActionMark:
 		ev = EventMark
-	case ActionQuery, ActionNote:
+	case ActionQuery, ActionNote, ActionCompensate:
 	case ActionRetry:
 		return errors.New("use Retry to record a retry")
 	case ActionAck:
@@ -495,6 +505,9 @@ func (j *Journal) Decide(ctx context.Context, callID int64, in DecisionInput) er
 		}
 		if err != nil {
 			return err
+		}
+		if in.Action == ActionCompensate && !Compensable(state) {
+			return j.decidedBefore(ctx, c, callID, state, &TransitionError{From: state, Event: EventCompensate})
 		}
 		if ev != "" {
 			to, err := Transition(state, ev)
