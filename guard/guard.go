@@ -217,6 +217,8 @@ type Request struct {
 	// as it arrives (mcpclient.CallOptions.OnAnswer says how and when). A
 	// write's answer never goes this way: it is journaled first.
 	OnReadAnswer func(result json.RawMessage, rpcErr *mcpclient.RPCError)
+	// compensates, set by Compensate only, is the call this write undoes.
+	compensates int64
 }
 
 // Result is what a guarded call came to.
@@ -320,7 +322,7 @@ func (g *Guard) write(ctx context.Context, tool mcp.Tool, kind pending.Kind, src
 		Server: serverName(info), ServerAlias: g.opts.ServerAlias, ServerIdentity: g.opts.Server.JSON(),
 		Tool: tool.Name, Kind: kind, KindSource: src, Key: key, Args: stored, Redacted: secrets,
 		Fingerprint: Fingerprint(req.Args, keyArg), LegacyFingerprint: legacyFingerprint(req.Args, keyArg),
-		Session: g.srv.Session(), Hold: !req.New, LateHold: g.opts.Policy.lateHold(),
+		Session: g.srv.Session(), Hold: !req.New, LateHold: g.opts.Policy.lateHold(), Compensates: req.compensates,
 	}
 	call, err := g.j.RecordIntent(ctx, in)
 	var exists *pending.KeyExistsError

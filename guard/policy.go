@@ -60,6 +60,11 @@ type ToolPolicy struct {
 	Redact       []string       `toml:"redact"`        // field names (any depth) or dotted paths (guard/redact.go)
 	AutoResolve  bool           `toml:"auto_resolve"`  // mark applied on its own when the query finds a definite match
 	KeyRetention Duration       `toml:"key_retention"` // overrides [defaults] key_retention for this tool
+	// CancelTool, with CancelArgs ({key} and {arg.NAME} filled in, as in
+	// query_args), is the call that undoes this tool's (mcp-confirm
+	// compensate): as payment APIs offer a cancel by key.
+	CancelTool string         `toml:"cancel_tool"`
+	CancelArgs map[string]any `toml:"cancel_args"`
 }
 
 // Duration reads "30s" from TOML.
@@ -146,6 +151,12 @@ func ParsePolicy(text, name string) (*Policy, error) {
 		}
 		if t.QueryTool == "" && len(t.QueryArgs) > 0 {
 			return nil, fmt.Errorf("%w %s: tools.%s has query_args without query_tool", ErrPolicy, name, n)
+		}
+		if t.CancelTool == "" && len(t.CancelArgs) > 0 {
+			return nil, fmt.Errorf("%w %s: tools.%s has cancel_args without cancel_tool", ErrPolicy, name, n)
+		}
+		if t.CancelTool == n {
+			return nil, fmt.Errorf("%w %s: tools.%s names itself as its cancel_tool", ErrPolicy, name, n)
 		}
 	}
 	return &p, nil

@@ -1,0 +1,70 @@
+package guard
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mcp-confirm/mcp-confirm/mcpclient"
+	"github.com/mcp-confirm/mcp-confirm/pending"
+)
+
+// CompensateOptions tune an operator's compensation.
+type CompensateOptions struct {
+	Note       string
+	OnProgress func(mcpclient.Progress)
+}
+
+// Compensate undoes call id with the policy's cancel_tool for its tool
+// (issue 21): as payment APIs offer a cancel by key for exactly the case of
+// a charge whose outcome is unknown. The operator's decision is recorded
+// on the call first (pending.ActionCompensate, with the cancel's tool and
+// arguments as evidence); then the cancel is made as a guarded write of its
+// own, with its own key, its intent durable before it is sent and linked
+// to the call it undoes (pending.Call.Compensates). A crash between the
+// two leaves the decision without a cancel: nothing was sent, and the
+// operator may compensate again. An identical cancel in flight or unknown
+// holds a second one back, as any resend is held. The call keeps its
+// state: the cancel's own outcome says whether it was undone.
+func (g *Guard) Compensate(ctx context.Context, id int64, o CompensateOptions) (Result, error) {
+	c, err := g.j.Get(ctx, id)
+	if err != nil {
+		return Result{}, journalErr(err)
+	}
+	if c.Kind == pending.KindRead {
+		return Result{}, fmt.Errorf("%w: call %d is a read; there is nothing to undo", ErrNotAllowed, id)
+	}
+	if !pending.Compensable(c.State) {
+		return Result{Call: c, State: c.State, Key: c.Key}, fmt.Errorf("%w: call %d is %s; only a call that succeeded, was marked applied, is unknown or was abandoned can be compensated",
+			ErrNotAllowed, id, c.State)
+	}
+	tp := g.opts.Policy.tool(c.Tool)
+	if tp.CancelTool == "" {
+		return Result{Call: c, State: c.State, Key: c.Key}, fmt.Errorf("%w: the policy names no cancel_tool for %s; add one under [tools.%s]",
+			ErrNotAllowed, c.Tool, c.Tool)
+	}
+	if _, err := g.checkServer(c, false); err != nil {
+		return Result{Call: c, State: c.State, Key: c.Key}, err
+	}
+	tool, err := g.Tool(ctx, tp.CancelTool)
+	if err != nil {
+		return Result{}, err
+	}
+	if kind, _ := g.Classify(tool); kind == pending.KindRead {
+		return Result{}, fmt.Errorf("%w: cancel_tool %s is a read here; a compensation must be a guarded write (set kind = \"write\" for it in the policy)",
+			ErrNotAllowed, tool.Name)
+	}
+	args, err := expandQueryArgs(tp.CancelArgs, c)
+	if err != nil {
+		return Result{}, badInput("cancel_args for %s: %v", c.Tool, err)
+	}
+	evidence, err := json.Marshal(map[string]any{"cancel_tool": tool.Name, "args": args})
+	if err != nil {
+		return Result{}, err
+	}
+	if err := g.j.Decide(ctx, id, pending.DecisionInput{Action: pending.ActionCompensate, Operator: g.opts.Operator,
+		Note: o.Note, Evidence: evidence}); err != nil {
+		return Result{Call: c, State: c.State, Key: c.Key}, journalErr(err)
+	}
+	return g.Call(ctx, Request{Tool: tool.Name, Args: args, OnProgress: o.OnProgress, compensates: id})
+}
