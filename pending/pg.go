@@ -621,25 +621,45 @@ const ReasonIntentUnconfirmed = "not sent: the journal did not confirm the commi
 // (it is retried for a while, as after a server restart) the call is
 // looked up by its key and, if there, settled as failed, not sent.
 func (j *Journal) settleUnconfirmedIntent(ctx context.Context, in Intent, cause error) error {
+	var id int64
+	recorded, err := j.settleUnconfirmed(ctx, func(ctx context.Context) (bool, error) {
+		return true, j.read.QueryRowContext(ctx, "SELECT id FROM calls WHERE server = ? AND tool = ? AND key = ? AND owner = ? AND state = 'in_flight'",
+			in.Server, in.Tool, in.Key, j.Owner()).Scan(&id)
+	}, func(ctx context.Context) error {
+		return j.RecordOutcome(ctx, id, 1, Outcome{Event: EventFailed, Reason: ReasonIntentUnconfirmed})
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w; nothing was sent, but whether it was recorded cannot be read (%v): "+
+			"if it was, it stays in flight until recovery makes it unknown", cause, err)
+	case !recorded:
+		return fmt.Errorf("%w; it was not recorded, and nothing was sent", cause)
+	}
+	return fmt.Errorf("%w; it was recorded as call %d, now failed (not sent): nothing was sent", cause, id)
+}
+
+// settleUnconfirmed is the loop of both settles: find says whether the
+// row an unconfirmed COMMIT may have made is there (a sql.ErrNoRows is "not
+// there"; a query with no row to miss returns false itself); if so, end
+// settles it. Both are tried again every 200 ms, as the journal may be
+// restarting, for pgWriteTimeout at most; the error is the last one.
+func (j *Journal) settleUnconfirmed(ctx context.Context, find func(context.Context) (bool, error), end func(context.Context) error) (recorded bool, err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pgWriteTimeout)
 	defer cancel()
 	for {
-		var id int64
-		err := j.read.QueryRowContext(ctx, "SELECT id FROM calls WHERE server = ? AND tool = ? AND key = ? AND owner = ? AND state = 'in_flight'",
-			in.Server, in.Tool, in.Key, j.Owner()).Scan(&id)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w; it was not recorded, and nothing was sent", cause)
+		var there bool
+		there, err = find(ctx)
+		if errors.Is(err, sql.ErrNoRows) || (err == nil && !there) {
+			return false, nil
 		}
 		if err == nil {
-			err = j.RecordOutcome(ctx, id, 1, Outcome{Event: EventFailed, Reason: ReasonIntentUnconfirmed})
-			if err == nil {
-				return fmt.Errorf("%w; it was recorded as call %d, now failed (not sent): nothing was sent", cause, id)
+			if err = end(ctx); err == nil {
+				return true, nil
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w; nothing was sent, but whether it was recorded cannot be read (%v): "+
-				"if it was, it stays in flight until recovery makes it unknown", cause, err)
+			return false, err
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -657,30 +677,22 @@ const ReasonRetryUnconfirmed = "not sent: the journal did not confirm the commit
 // unknown (the earlier attempt may have taken effect; "failed" would be a
 // false outcome), failed stays failed.
 func (j *Journal) settleUnconfirmedRetry(ctx context.Context, callID int64, n int, prior State, cause error) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pgWriteTimeout)
-	defer cancel()
 	o := Outcome{Event: EventFailed, Reason: ReasonRetryUnconfirmed}
 	if prior == StateUnknown {
 		o = Outcome{Event: EventLost, Reason: ReasonRetryUnconfirmed + "; the earlier attempt's outcome is still unknown"}
 	}
-	for {
+	recorded, err := j.settleUnconfirmed(ctx, func(ctx context.Context) (bool, error) {
 		var open int
 		err := j.read.QueryRowContext(ctx, "SELECT count(*) FROM attempts WHERE call_id = ? AND n = ? AND owner = ? AND ended_at IS NULL",
 			callID, n, j.Owner()).Scan(&open)
-		if err == nil && open == 0 {
-			return fmt.Errorf("%w; the retry of call %d was not recorded, and nothing was sent", cause, callID)
-		}
-		if err == nil {
-			err = j.RecordOutcome(ctx, callID, n, o)
-			if err == nil {
-				return fmt.Errorf("%w; the retry of call %d was recorded as attempt %d, now ended not sent: nothing was sent", cause, callID, n)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w; nothing was sent, but whether the retry of call %d was recorded cannot be read (%v): "+
-				"if it was, the call stays in flight until recovery makes it unknown", cause, callID, err)
-		case <-time.After(200 * time.Millisecond):
-		}
+		return open > 0, err
+	}, func(ctx context.Context) error { return j.RecordOutcome(ctx, callID, n, o) })
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w; nothing was sent, but whether the retry of call %d was recorded cannot be read (%v): "+
+			"if it was, the call stays in flight until recovery makes it unknown", cause, callID, err)
+	case !recorded:
+		return fmt.Errorf("%w; the retry of call %d was not recorded, and nothing was sent", cause, callID)
 	}
+	return fmt.Errorf("%w; the retry of call %d was recorded as attempt %d, now ended not sent: nothing was sent", cause, callID, n)
 }
