@@ -3,6 +3,7 @@ package guard
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
@@ -66,5 +67,13 @@ func (g *Guard) Compensate(ctx context.Context, id int64, o CompensateOptions) (
 		Note: o.Note, Evidence: evidence}); err != nil {
 		return Result{Call: c, State: c.State, Key: c.Key}, journalErr(err)
 	}
-	return g.Call(ctx, Request{Tool: tool.Name, Args: args, OnProgress: o.OnProgress, compensates: id})
+	res, err := g.Call(ctx, Request{Tool: tool.Name, Args: args, OnProgress: o.OnProgress, compensates: id})
+	if err != nil && (res.Call.ID == 0 || errors.Is(err, ErrHeld)) {
+		// No cancel was journaled (held by an identical one, refused as
+		// bad input, the journal unavailable): nothing was sent. The log
+		// says so beside the decision, so that it does not read as done.
+		_ = g.j.Decide(context.WithoutCancel(ctx), id, pending.DecisionInput{Action: pending.ActionNote, Operator: g.opts.Operator,
+			Note: "the compensation was not made, nothing was sent: " + err.Error()})
+	}
+	return res, err
 }

@@ -3,6 +3,7 @@ package guard
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/mcp-confirm/mcp-confirm/pending"
@@ -68,6 +69,10 @@ func TestCompensate(t *testing.T) {
 	}
 	if n := len(h2.f.sent("cancel_order")); n != 1 {
 		t.Fatalf("cancel_order sent %d times, want once", n)
+	}
+	held := h2.get(res.Call.ID)
+	if a := actions(held); len(a) != 3 || a[2] != pending.ActionNote || !strings.Contains(held.Decisions[2].Note, "not made") {
+		t.Fatalf("the held compensation's log: %v; want compensate, compensate, a note that it was not made", a)
 	}
 }
 
