@@ -23,6 +23,7 @@ type Order struct {
 	Buyer          string `json:"buyer"`
 	IdempotencyKey string `json:"idempotency_key"`
 	CreatedAt      string `json:"created_at"`
+	CancelledAt    string `json:"cancelled_at,omitempty"`
 }
 
 // createOrder validates, waits out --delay, draws --fail-rate, then commits

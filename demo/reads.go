@@ -36,7 +36,7 @@ func (s *Server) getBudget(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 // queryOrders lists orders, oldest first, filtered by key and buyer when
 // they are not empty.
 func queryOrders(ctx context.Context, db *sql.DB, key, buyer string) ([]Order, error) {
-	rows, err := db.QueryContext(ctx, `SELECT order_id, item, quantity, buyer, COALESCE(idempotency_key, ''), created_at
+	rows, err := db.QueryContext(ctx, `SELECT order_id, item, quantity, buyer, COALESCE(idempotency_key, ''), created_at, COALESCE(cancelled_at, '')
 		FROM orders WHERE (? = '' OR idempotency_key = ?) AND (? = '' OR buyer = ?) ORDER BY order_id`, key, key, buyer, buyer)
 	if err != nil {
 		return nil, fmt.Errorf("query orders: %w", err)
@@ -45,7 +45,7 @@ func queryOrders(ctx context.Context, db *sql.DB, key, buyer string) ([]Order, e
 	orders := []Order{} // "orders": [] rather than null when there are none
 	for rows.Next() {
 		var o Order
-		if err := rows.Scan(&o.OrderID, &o.Item, &o.Quantity, &o.Buyer, &o.IdempotencyKey, &o.CreatedAt); err != nil {
+		if err := rows.Scan(&o.OrderID, &o.Item, &o.Quantity, &o.Buyer, &o.IdempotencyKey, &o.CreatedAt, &o.CancelledAt); err != nil {
 			return nil, fmt.Errorf("read order: %w", err)
 		}
 		orders = append(orders, o)

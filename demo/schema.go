@@ -37,6 +37,8 @@ var migrations = []string{
 	CREATE INDEX orders_by_buyer ON orders (buyer);
 	INSERT INTO budgets (buyer, budget_left) VALUES ('alice', 1000), ('bob', 500), ('carol', 100);
 	INSERT INTO prices (item, unit_price) VALUES ('widget', 25), ('gadget', 40), ('gizmo', 100);`,
+	// cancel_order (the policy's cancel_tool in the compensation example).
+	`ALTER TABLE orders ADD COLUMN cancelled_at TEXT;  -- RFC 3339 UTC, NULL while the order stands`,
 }
 
 // openDB opens the demo database at path, creating and migrating it; several

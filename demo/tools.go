@@ -8,7 +8,7 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/idempotency"
 )
 
-// addTools registers the three tools. Annotations are set truthfully (mcp.NewTool
+// addTools registers the four tools. Annotations are set truthfully (mcp.NewTool
 // presets all four hints, so each is stated here).
 func (s *Server) addTools() {
 	description := "Create an order and deduct quantity × unit price from the buyer's budget. " +
@@ -37,6 +37,20 @@ func (s *Server) addTools() {
 	}
 	s.mcp.AddTool(mcp.NewTool("create_order", append(order, mcp.WithDescription(description))...),
 		s.hangAfterCommit(s.idem.Wrap(s.createOrder)))
+
+	s.mcp.AddTool(mcp.NewTool("cancel_order",
+		mcp.WithDescription("Cancel the order created under an idempotency key and refund its cost to the buyer's budget. "+
+			"Fails, changing nothing, when no order was created under that key or it is already cancelled. "+
+			"Its own idempotency key (in _meta or idempotency_key) makes a resend return the first result."),
+		mcp.WithTitleAnnotation("Cancel order"),
+		mcp.WithString("order_key", mcp.Required(), mcp.Description("the idempotency key the order was created under")),
+		mcp.WithString("idempotency_key", mcp.Description("optional key naming this cancel")),
+		mcp.WithReadOnlyHintAnnotation(false),
+		mcp.WithDestructiveHintAnnotation(true),
+		// A second cancel of the same order changes nothing more.
+		mcp.WithIdempotentHintAnnotation(true),
+		mcp.WithOpenWorldHintAnnotation(false),
+	), s.idem.Wrap(s.cancelOrder))
 
 	s.mcp.AddTool(mcp.NewTool("find_orders",
 		mcp.WithDescription("List orders, optionally only those under one idempotency key or for one buyer; use it to check whether a write took effect."),
