@@ -26,38 +26,39 @@ type CompensateOptions struct {
 // two leaves the decision without a cancel: nothing was sent, and the
 // operator may compensate again. An identical cancel in flight or unknown
 // holds a second one back, as any resend is held. The call keeps its
-// state: the cancel's own outcome says whether it was undone.
+// state: the cancel's own outcome says whether it was undone. What is sent
+// is CompensationPreview's tool and arguments; a refusal of the call (one
+// the preview gives, or a server mismatch) returns it as it stands.
 func (g *Guard) Compensate(ctx context.Context, id int64, o CompensateOptions) (Result, error) {
 	c, err := g.j.Get(ctx, id)
 	if err != nil {
 		return Result{}, journalErr(err)
 	}
-	if c.Kind == pending.KindRead {
-		return Result{}, fmt.Errorf("%w: call %d is a read; there is nothing to undo", ErrNotAllowed, id)
+	name, args, err := g.CompensationPreview(c)
+	if err != nil {
+		return Result{Call: c, State: c.State, Key: c.Key}, err
 	}
-	if !pending.Compensable(c.State) {
-		return Result{Call: c, State: c.State, Key: c.Key}, fmt.Errorf("%w: call %d is %s; only a call that succeeded, was marked applied, is unknown or was abandoned can be compensated",
-			ErrNotAllowed, id, c.State)
+	// A call already undone is not undone again: the second cancel would
+	// at best fail, at worst (a cancel that is not idempotent) act twice.
+	// A cancel still in flight or unknown holds an identical one as any
+	// resend is held.
+	for _, by := range c.CompensatedBy {
+		if prev, err := g.j.Get(ctx, by); err == nil && (prev.State == pending.StateSucceeded || prev.State == pending.StateApplied) {
+			return Result{Call: c, State: c.State, Key: c.Key}, fmt.Errorf("%w: call %d was already undone by call %d (%s); nothing was sent",
+				ErrNotAllowed, id, by, prev.State)
+		}
 	}
-	tp := g.opts.Policy.tool(c.Tool)
-	if tp.CancelTool == "" {
-		return Result{Call: c, State: c.State, Key: c.Key}, fmt.Errorf("%w: the policy names no cancel_tool for %s; add one under [tools.%s]",
-			ErrNotAllowed, c.Tool, c.Tool)
+	// The tool first: it starts the server, whose name checkServer reads.
+	tool, err := g.Tool(ctx, name)
+	if err != nil {
+		return Result{}, err
 	}
 	if _, err := g.checkServer(c, false); err != nil {
 		return Result{Call: c, State: c.State, Key: c.Key}, err
 	}
-	tool, err := g.Tool(ctx, tp.CancelTool)
-	if err != nil {
-		return Result{}, err
-	}
 	if kind, _ := g.Classify(tool); kind == pending.KindRead {
 		return Result{}, fmt.Errorf("%w: cancel_tool %s is a read here; a compensation must be a guarded write (set kind = \"write\" for it in the policy)",
 			ErrNotAllowed, tool.Name)
-	}
-	args, err := expandQueryArgs(tp.CancelArgs, c)
-	if err != nil {
-		return Result{}, badInput("cancel_args for %s: %v", c.Tool, err)
 	}
 	evidence, err := json.Marshal(map[string]any{"cancel_tool": tool.Name, "args": args})
 	if err != nil {
@@ -76,4 +77,34 @@ func (g *Guard) Compensate(ctx context.Context, id int64, o CompensateOptions) (
 			Note: "the compensation was not made, nothing was sent: " + err.Error()})
 	}
 	return res, err
+}
+
+// CompensationPreview is the cancel that Compensate would make for c: the
+// policy's cancel_tool for c's tool, and its cancel_args with {key} and
+// {arg.NAME} filled in from c, as they will be sent (the cancel's own key
+// is added when it is journaled). It sends and records nothing, and reads
+// nothing but the policy, so a console may call it to draw a dialog or to
+// say why c cannot be compensated: ErrNotAllowed for a read, a state that
+// may not be compensated (pending.Compensable) or a tool with no
+// cancel_tool; ErrBadInput for cancel_args that need what c lacks (an
+// argument it does not have, or one the journal keeps redacted). Whether
+// the server lists the cancel_tool, as a write, Compensate checks.
+func (g *Guard) CompensationPreview(c pending.Call) (tool string, args map[string]any, err error) {
+	if c.Kind == pending.KindRead {
+		return "", nil, fmt.Errorf("%w: call %d is a read; there is nothing to undo", ErrNotAllowed, c.ID)
+	}
+	if !pending.Compensable(c.State) {
+		return "", nil, fmt.Errorf("%w: call %d is %s; only a call that succeeded, was marked applied, is unknown or was abandoned can be compensated",
+			ErrNotAllowed, c.ID, c.State)
+	}
+	tp := g.opts.Policy.tool(c.Tool)
+	if tp.CancelTool == "" {
+		return "", nil, fmt.Errorf("%w: the policy names no cancel_tool for %s; add one under [tools.%s]",
+			ErrNotAllowed, c.Tool, c.Tool)
+	}
+	args, err = expandQueryArgs(tp.CancelArgs, c)
+	if err != nil {
+		return "", nil, badInput("cancel_args for %s: %v", c.Tool, err)
+	}
+	return tp.CancelTool, args, nil
 }

@@ -52,6 +52,14 @@ func TestCompensate(t *testing.T) {
 	if h.writes() != 1 {
 		t.Fatalf("create_order sent %d times, want once", h.writes())
 	}
+	// Undone once is undone: a second compensation is refused unsent.
+	if _, err := h.g.Compensate(context.Background(), orig.ID, CompensateOptions{}); !errors.Is(err, ErrNotAllowed) ||
+		!strings.Contains(err.Error(), "already undone by call") {
+		t.Fatalf("a second compensation: %v; want ErrNotAllowed, already undone", err)
+	}
+	if n := len(h.f.sent("cancel_order")); n != 1 || len(actions(h.get(orig.ID))) != 1 {
+		t.Fatalf("a refused second compensation sent %d cancels in all, decisions %v", n, actions(h.get(orig.ID)))
+	}
 
 	// A cancel whose own outcome is unknown holds an identical one back.
 	h2 := newHarness(t, compensatePolicy)
@@ -109,4 +117,65 @@ func TestCompensateRefused(t *testing.T) {
 	if n := len(h.f.sent("cancel_order")); n != 0 {
 		t.Fatalf("cancel_order sent %d times by refused compensations", n)
 	}
+}
+
+// CompensationPreview is what Compensate sends, worked out from the policy
+// and the call alone: it sends and records nothing, and it refuses what
+// Compensate refuses, for the same reasons.
+func TestCompensationPreview(t *testing.T) {
+	h := newHarness(t, compensatePolicy+`
+[tools.pay]
+redact = ["card"]
+cancel_tool = "refund"
+cancel_args = { card = "{arg.card}" }
+`)
+	h.f.mu.Lock()
+	h.f.tools = append(h.f.tools, tool("cancel_order", ptr(false), "order_key", "buyer"))
+	h.f.mu.Unlock()
+	h.f.set("create_order", always(lostOutcome()))
+	res, _ := h.call(Request{Tool: "create_order", Args: order(2)})
+	orig := res.Call
+	tool, args, err := h.g.CompensationPreview(orig)
+	if err != nil || tool != "cancel_order" || args["order_key"] != orig.Key || args["buyer"] != "alice" || len(args) != 2 {
+		t.Fatalf("preview: %s %v, %v; want cancel_order {order_key: %s, buyer: alice}", tool, args, err, orig.Key)
+	}
+	if n := len(h.f.sent("cancel_order")); n != 0 || len(h.get(orig.ID).Decisions) != 0 {
+		t.Fatalf("a preview sent %d cancels and left decisions %v", n, actions(h.get(orig.ID)))
+	}
+	h.f.set("cancel_order", always(okOutcome(map[string]any{"cancelled": true})))
+	if _, err := h.g.Compensate(context.Background(), orig.ID, CompensateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sent := h.f.sent("cancel_order")
+	if len(sent) != 1 || jsonOf(t, withoutKey(sent[0].Args)) != jsonOf(t, args) {
+		t.Fatalf("Compensate sent %+v; want the preview's arguments %v", sent, args)
+	}
+
+	for _, tc := range []struct {
+		name string
+		c    pending.Call
+		want error
+		says string
+	}{
+		{"a read", pending.Call{ID: 3, Tool: "find_orders", Kind: pending.KindRead, State: pending.StateSucceeded}, ErrNotAllowed, "is a read"},
+		{"a failed call", pending.Call{ID: 4, Tool: "create_order", Kind: pending.KindWrite, State: pending.StateFailed}, ErrNotAllowed, "call 4 is failed"},
+		{"no cancel_tool", pending.Call{ID: 5, Tool: "send_email", Kind: pending.KindWrite, State: pending.StateSucceeded}, ErrNotAllowed, "no cancel_tool for send_email"},
+		{"a redacted argument", pending.Call{ID: 6, Tool: "pay", Kind: pending.KindWrite, State: pending.StateUnknown, Args: []byte(`{"card":"` + Redacted + `"}`)}, ErrBadInput, "cancel_args for pay"},
+	} {
+		if tool, args, err := h.g.CompensationPreview(tc.c); !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.says) || tool != "" || args != nil {
+			t.Errorf("%s: %q %v, %v; want %v saying %q", tc.name, tool, args, err, tc.want, tc.says)
+		}
+	}
+}
+
+// withoutKey is a cancel's arguments as sent, less the key argument the
+// session adds (the cancel's own key).
+func withoutKey(args map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range args {
+		if k != "idempotency_key" {
+			out[k] = v
+		}
+	}
+	return out
 }
