@@ -143,7 +143,7 @@ or journal is given, else over the server after -- (or --config/--server).`,
 	root.SetCompletionCommandGroupID("read")
 	root.AddCommand(
 		c.consoleCommand(), c.callCommand(), c.toolsCommand(), c.policyCommand(),
-		c.queryCommand(), c.retryCommand(),
+		c.queryCommand(), c.retryCommand(), c.compensateCommand(),
 		c.decideCommand("abandon", "ID", "give up on a call: it did not happen, or it no longer matters",
 			"  mcp-confirm abandon 17 --note \"customer cancelled\""),
 		c.decideCommand("mark", "ID applied", "mark a call applied: you checked that it took effect",

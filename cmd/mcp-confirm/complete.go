@@ -25,6 +25,7 @@ const (
 	decidable   callsFor = iota // unknown or failed: what query, retry, abandon and mark act on
 	anyCall                     // show and note: the most recent calls
 	settledLate                 // ack: calls that settled late and hold identical ones
+	compensable                 // compensate: writes that took effect or may have
 )
 
 const completionLimit = 50
@@ -52,6 +53,9 @@ func (c *cli) completeCalls(which callsFor) cobra.CompletionFunc {
 		if which == settledLate {
 			f.Limit = 0
 		}
+		if which == compensable {
+			f.States = []pending.State{pending.StateUnknown, pending.StateSucceeded, pending.StateApplied, pending.StateAbandoned}
+		}
 		calls, err := j.List(c.ctx, f)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
@@ -59,7 +63,7 @@ func (c *cli) completeCalls(which callsFor) cobra.CompletionFunc {
 		now := time.Now()
 		var out []string
 		for _, call := range calls {
-			if which == settledLate && !call.HoldsLate() {
+			if which == settledLate && !call.HoldsLate() || which == compensable && call.Kind == pending.KindRead {
 				continue
 			}
 			out = append(out, fmt.Sprintf("%d\t%s, %s, %s ago", call.ID, termtext.Name(call.Tool), call.State, timetext.Age(now.Sub(call.CreatedAt))))

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcp-confirm/mcp-confirm/guard"
+	"github.com/mcp-confirm/mcp-confirm/termtext"
 )
 
 type retryFlags struct {
@@ -56,6 +58,60 @@ func runRetry(ctx context.Context, e *env, g *globalOpts, f retryFlags, pos []st
 		printResult(e, res, 0)
 	}
 	return exitFor(e, g, "retry", res, err)
+}
+
+type compensateFlags struct {
+	note string
+}
+
+func (c *cli) compensateCommand() *cobra.Command {
+	var f compensateFlags
+	cmd := c.leaf(&cobra.Command{
+		Use:   "compensate ID",
+		Short: "undo a call with the policy's cancel_tool, as a guarded write of its own",
+		Long: `Undo call ID by calling the cancel_tool the policy names for its tool, with
+its cancel_args ({key} and {arg.NAME} filled in from call ID). The decision is
+recorded on call ID first; the cancel is then a new write with its own key,
+journaled before it is sent and linked to call ID, and never resent on its own.
+For a call that succeeded, was marked applied, is unknown or was abandoned.
+Exit codes are those of call, for the cancel.`,
+		Example: `  mcp-confirm compensate 17 --note "duplicate order, customer asked"`,
+	}, "decide", withServer, func(pos []string) int { return runCompensate(c.ctx, c.env, &c.g, f, pos) })
+	cmd.Flags().StringVar(&f.note, "note", "", "why you undo it (kept with the decision)")
+	cmd.ValidArgsFunction = c.completeCalls(compensable)
+	return cmd
+}
+
+func runCompensate(ctx context.Context, e *env, g *globalOpts, f compensateFlags, pos []string) int {
+	id, ok := callIDArg("compensate", pos, e, 0)
+	if !ok {
+		return exitBadInput
+	}
+	en, code := openEngine(ctx, e, g, "compensate", id)
+	if en == nil {
+		return code
+	}
+	defer en.close()
+	res, err := en.guard.Compensate(ctx, id, guard.CompensateOptions{Note: f.note})
+	var held *guard.HeldError
+	if errors.As(err, &held) {
+		// exitFor's advice (--new) is for call; a cancel is held by the
+		// identical cancel before it, which is decided first.
+		printResult(e, res, held.CallID)
+		fmt.Fprintf(e.stderr, "mcp-confirm compensate: held: cancel call %d with the same arguments is %s; nothing was sent.\n"+
+			"Decide that call first ('%s show %d').\n", held.CallID, held.State, g.self(), held.CallID)
+		return exitHeld
+	}
+	// Only the cancel's own result goes to stdout: a refusal carries call
+	// ID itself, and {"id":17,"state":"succeeded"} would read as the undo.
+	made := res.Call.ID != 0 && res.Call.Compensates == id
+	if made {
+		printResult(e, res, 0)
+	}
+	if err == nil && made {
+		fmt.Fprintf(e.stderr, "Call %d (%s) was made to undo call %d: %s.\n", res.Call.ID, termtext.Name(res.Call.Tool), id, res.State)
+	}
+	return exitFor(e, g, "compensate", res, err)
 }
 
 type queryFlags struct {

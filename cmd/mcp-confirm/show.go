@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -114,6 +115,12 @@ func printCall(w io.Writer, c pending.Call, policy *guard.Policy, now time.Time)
 		fmt.Fprintf(w, "  retention %s\n", line)
 	}
 	fmt.Fprintf(w, "  created  %s\n  updated  %s\n", stamp(c.CreatedAt), stamp(c.UpdatedAt))
+	if c.Compensates != 0 {
+		fmt.Fprintf(w, "  compensates call %d\n", c.Compensates)
+	}
+	if len(c.CompensatedBy) > 0 {
+		fmt.Fprintf(w, "  compensated by call %s\n", joinIDs(c.CompensatedBy))
+	}
 	if c.Proposal != "" {
 		fmt.Fprintf(w, "  proposal %s\n", termtext.Line(c.Proposal))
 	}
@@ -154,6 +161,14 @@ func printCall(w io.Writer, c pending.Call, policy *guard.Policy, now time.Time)
 			fmt.Fprintf(w, "             evidence %s\n", indentJSON(d.Evidence, "                      "))
 		}
 	}
+}
+
+func joinIDs(ids []int64) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatInt(id, 10)
+	}
+	return strings.Join(s, ", ")
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
