@@ -169,6 +169,13 @@ func Copy(ctx context.Context, src, dst *Journal, o CopyOptions) (CopyReport, er
 				"if it is a copy run before, add --skip-existing to copy the rest", plural(len(clash), "call"), clash[0])}
 	}
 
+	// A cancel names the call it undoes by id, and ids change in the copy:
+	// the link is mapped. The undone call always has the lower id, so it
+	// is copied (or found) first.
+	copied := map[int64]int64{}
+	for from, to := range existing {
+		copied[from] = to
+	}
 	for start := 0; start < len(calls); start += copyBatch {
 		end := min(start+copyBatch, len(calls))
 		var copies []CallCopy
@@ -181,10 +188,18 @@ func Copy(ctx context.Context, src, dst *Journal, o CopyOptions) (CopyReport, er
 					copies = append(copies, CallCopy{From: call.ID, To: id, Checksum: CallChecksum(call)})
 					continue
 				}
-				id, err := dst.insertCopy(ctx, c, call, fps[i], sameSecret, src.Path())
+				var compensates int64
+				if call.Compensates != 0 {
+					var ok bool
+					if compensates, ok = copied[call.Compensates]; !ok {
+						return fmt.Errorf("copy call %d: the call it undoes, %d, is not in the copy", call.ID, call.Compensates)
+					}
+				}
+				id, err := dst.insertCopy(ctx, c, call, compensates, fps[i], sameSecret, src.Path())
 				if err != nil {
 					return fmt.Errorf("copy call %d: %w", call.ID, err)
 				}
+				copied[call.ID] = id
 				copies = append(copies, CallCopy{From: call.ID, To: id})
 				for _, d := range call.Decisions {
 					decisions = append(decisions, copiedDecision{to: id, d: d})
@@ -241,7 +256,7 @@ type copiedDecision struct {
 // insertCopy writes call (not its decisions) into this journal, with the
 // fingerprint fp ("": not carried), and an event saying where it came from.
 // The seals of redacted values are kept only under the same secret.
-func (j *Journal) insertCopy(ctx context.Context, c *sql.Conn, call Call, fp string, sameSecret bool, from string) (int64, error) {
+func (j *Journal) insertCopy(ctx context.Context, c *sql.Conn, call Call, compensates int64, fp string, sameSecret bool, from string) (int64, error) {
 	var seals string
 	if sameSecret {
 		seals = strings.Join(call.RedactedSeals, " ")
@@ -252,11 +267,11 @@ func (j *Journal) insertCopy(ctx context.Context, c *sql.Conn, call Call, fp str
 	var id int64
 	err := j.queryRow(ctx, c, `INSERT INTO calls (server, server_alias, server_identity, tool, kind, kind_source,
 		key, args, fingerprint, redacted_seals, state, reason, owner, conflict, conflict_note, proposal,
-		created_at, updated_at, late_settled_at, acked_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		created_at, updated_at, late_settled_at, acked_at, compensates)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		call.Server, call.ServerAlias, string(call.ServerIdentity), call.Tool, call.Kind, call.KindSource,
 		call.Key, string(call.Args), fp, seals, call.State, call.Reason, call.Owner, boolInt(call.Conflict), call.ConflictNote, call.Proposal,
-		formatTime(call.CreatedAt), formatTime(call.UpdatedAt), optTime(call.LateSettledAt), optTime(call.AckedAt)).Scan(&id)
+		formatTime(call.CreatedAt), formatTime(call.UpdatedAt), optTime(call.LateSettledAt), optTime(call.AckedAt), optID(compensates)).Scan(&id)
 	if err != nil {
 		return 0, err
 	}
@@ -275,6 +290,14 @@ func (j *Journal) insertCopy(ctx context.Context, c *sql.Conn, call Call, fp str
 	_, err = j.exec(ctx, c, "INSERT INTO events (at, kind, call_id, detail) VALUES (?, ?, ?, ?)",
 		formatTime(j.now()), EventCopied, id, fmt.Sprintf("copied from %s call %d", from, call.ID))
 	return id, err
+}
+
+// optID is a reference column's value: NULL for none.
+func optID(id int64) any {
+	if id == 0 {
+		return nil
+	}
+	return id
 }
 
 // uncarriedPrefix marks a copied fingerprint that could not be sealed for

@@ -240,3 +240,57 @@ func total(counts map[State]int) int {
 	}
 	return n
 }
+
+// TestCopyKeepsCompensationLinks: a cancel names the call it undoes by id;
+// in a target whose ids are already taken the link must follow the copy,
+// not point at whatever call has the old number there.
+func TestCopyKeepsCompensationLinks(t *testing.T) {
+	ctx := context.Background()
+	src := openTest(t, "")
+	orig, err := src.RecordIntent(ctx, intent("create_order", `{"n":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.RecordOutcome(ctx, orig.ID, 1, Outcome{Event: EventLost, Reason: "idle timeout", Clock: "idle"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Decide(ctx, orig.ID, DecisionInput{Action: ActionCompensate, Operator: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	in := intent("cancel_order", `{"order_key":"k"}`)
+	in.Compensates = orig.ID
+	cancel, err := src.RecordIntent(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.RecordOutcome(ctx, cancel.ID, 1, Outcome{Event: EventSucceeded, Result: []byte(`{"content":[]}`)}); err != nil {
+		t.Fatal(err)
+	}
+
+	dst := openCopyTarget(t, testDB(t, ""))
+	for n := 0; n < 3; n++ { // the target's own calls take ids 1–3
+		c, err := dst.RecordIntent(ctx, intent("other_tool", fmt.Sprintf(`{"n":%d}`, n)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := dst.RecordOutcome(ctx, c.ID, 1, Outcome{Event: EventSucceeded, Result: []byte(`{"content":[]}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := Copy(ctx, src, dst, CopyOptions{Fingerprints: testFingerprints})
+	if err != nil || len(rep.Copies) != 2 {
+		t.Fatalf("copy: %+v, %v", rep, err)
+	}
+	to := map[int64]int64{}
+	for _, cp := range rep.Copies {
+		to[cp.From] = cp.To
+	}
+	gotCancel, err := dst.Get(ctx, to[cancel.ID])
+	if err != nil || gotCancel.Compensates != to[orig.ID] || to[orig.ID] == orig.ID {
+		t.Fatalf("the copied cancel (%d) compensates %d, want %d, the copied order (%v)", to[cancel.ID], gotCancel.Compensates, to[orig.ID], err)
+	}
+	gotOrig, err := dst.Get(ctx, to[orig.ID])
+	if err != nil || len(gotOrig.CompensatedBy) != 1 || gotOrig.CompensatedBy[0] != to[cancel.ID] {
+		t.Fatalf("the copied order is compensated by %v, want [%d] (%v)", gotOrig.CompensatedBy, to[cancel.ID], err)
+	}
+}
