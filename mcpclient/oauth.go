@@ -37,7 +37,7 @@ import (
 
 // ErrNoOAuth: the server does not offer an OAuth login mcp-confirm can do
 // (no protected-resource or authorization-server metadata, no dynamic
-// registration, no PKCE). Nothing was stored.
+// registration and no client id given, no PKCE). Nothing was stored.
 var ErrNoOAuth = errors.New("no OAuth login offered")
 
 // ErrLoginDenied: the authorization server said no to the authorization
@@ -259,6 +259,15 @@ type AuthorizeOptions struct {
 	// the loopback redirect listens.
 	OnAuthorizationURL func(string)
 	HTTPClient         *http.Client // discovery, registration, tokens; default 30s timeout
+	// ClientID, when set, is a client registered beforehand with the
+	// authorization server (one without dynamic registration, or a host
+	// config's oauth.clientId): no registration is made. ClientSecret is
+	// its secret, "" for a public client.
+	ClientID, ClientSecret string
+	// CallbackPort, when not 0, is the loopback port of the redirect
+	// (http://127.0.0.1:PORT/callback), for a client registered with that
+	// exact redirect URI; 0 takes a free port.
+	CallbackPort int
 }
 
 // Authorize logs in to the MCP server at serverURL: it finds the server's
@@ -285,7 +294,7 @@ func Authorize(ctx context.Context, serverURL string, o AuthorizeOptions) (Login
 		scopes = strings.Fields(d.scope)
 	}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", o.CallbackPort))
 	if err != nil {
 		return Login{}, fmt.Errorf("listen for the redirect on loopback: %w", err)
 	}
@@ -293,10 +302,15 @@ func Authorize(ctx context.Context, serverURL string, o AuthorizeOptions) (Login
 	redirect := "http://" + ln.Addr().String() + "/callback"
 
 	tokens := transport.NewMemoryTokenStore()
-	h := transport.NewOAuthHandler(transport.OAuthConfig{
+	cfg := transport.OAuthConfig{
 		RedirectURI: redirect, Scopes: scopes, PKCEEnabled: true, TokenStore: tokens,
 		ProtectedResourceMetadataURL: d.explicitPRM, HTTPClient: o.HTTPClient,
-	})
+		ClientID: o.ClientID, ClientSecret: o.ClientSecret,
+	}
+	if o.ClientID != "" && o.ClientSecret == "" {
+		cfg.TokenEndpointAuthMethod = "none" // a public client proves itself with PKCE alone
+	}
+	h := transport.NewOAuthHandler(cfg)
 	h.SetBaseURL(baseURL(serverURL)) // what mcp-go's transport sets for a session
 	md, err := h.GetServerMetadata(ctx)
 	if err != nil {
@@ -305,8 +319,14 @@ func Authorize(ctx context.Context, serverURL string, o AuthorizeOptions) (Login
 	if strings.TrimSuffix(md.Issuer, "/") != strings.TrimSuffix(d.issuer, "/") {
 		return Login{}, fmt.Errorf("%w by %s: metadata discovery found issuer %q, not %q", ErrNoOAuth, serverURL, md.Issuer, d.issuer)
 	}
-	if err := h.RegisterClient(ctx, o.ClientName); err != nil {
-		return Login{}, fmt.Errorf("register with %s: %w", d.issuer, err)
+	if o.ClientID == "" {
+		if !d.canRegister {
+			return Login{}, fmt.Errorf("%w by %s: its authorization server %s offers no dynamic client registration; "+
+				"register a client there (redirect http://127.0.0.1:PORT/callback) and give it with --client-id and --callback-port", ErrNoOAuth, serverURL, d.issuer)
+		}
+		if err := h.RegisterClient(ctx, o.ClientName); err != nil {
+			return Login{}, fmt.Errorf("register with %s: %w", d.issuer, err)
+		}
 	}
 	verifier, err := transport.GenerateCodeVerifier()
 	if err != nil {
@@ -416,12 +436,13 @@ type oauthDiscovery struct {
 	explicitPRM string // the protected-resource metadata URL, when discovery must be told it
 	issuer      string
 	scope       string // the scope the server's challenge asked for
+	canRegister bool   // the authorization server offers dynamic registration
 }
 
 // discoverOAuth checks that serverURL offers an OAuth login mcp-confirm
 // can do, by the MCP authorization spec: protected-resource metadata,
-// naming an authorization server that publishes metadata with a
-// registration endpoint and PKCE S256. mcp-go would guess /authorize,
+// naming an authorization server that publishes metadata with PKCE S256
+// (and whether it offers dynamic registration). mcp-go would guess /authorize,
 // /token and /register on the server's own origin instead of failing.
 func discoverOAuth(ctx context.Context, hc *http.Client, serverURL string) (oauthDiscovery, error) {
 	var d oauthDiscovery
@@ -488,9 +509,8 @@ func discoverOAuth(ctx context.Context, hc *http.Client, serverURL string) (oaut
 		return d, fmt.Errorf("%w by %s: its authorization server %s publishes no metadata", ErrNoOAuth, serverURL, d.issuer)
 	case !slices.Contains(as.ChallengeMethods, "S256"):
 		return d, fmt.Errorf("%w by %s: its authorization server %s does not offer PKCE with S256", ErrNoOAuth, serverURL, d.issuer)
-	case as.RegistrationEndpoint == "":
-		return d, fmt.Errorf("%w by %s: its authorization server %s offers no dynamic client registration", ErrNoOAuth, serverURL, d.issuer)
 	}
+	d.canRegister = as.RegistrationEndpoint != ""
 	return d, nil
 }
 

@@ -6,11 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -94,9 +97,9 @@ func (l *loginRun) wait(t *testing.T) cliResult {
 // login logs in to endpoint as a user does, the test playing the browser:
 // it opens the printed URL, which the test's authorization server answers
 // with a redirect back to login's loopback port.
-func (w *world) login(t *testing.T, endpoint string) cliResult {
+func (w *world) login(t *testing.T, endpoint string, flags ...string) cliResult {
 	t.Helper()
-	l := startLogin(t, w, "--url", endpoint)
+	l := startLogin(t, w, append([]string{"--url", endpoint}, flags...)...)
 	u := l.authURL(t)
 	resp, err := http.Get(u)
 	if err != nil {
@@ -345,5 +348,50 @@ func TestOAuthProxyUsesTheLogin(t *testing.T) {
 	}
 	if n := totalOrders(t, w.db()); n != 1 {
 		t.Fatalf("%d orders, want 1", n)
+	}
+}
+
+// An authorization server without dynamic registration: login says to
+// give a client registered there, and with --client-id, its secret (from
+// the environment) and the redirect's port, it logs in without
+// registering; the call then orders once, and the token is refreshed with
+// that client's secret.
+func TestOAuthLoginPreRegisteredClient(t *testing.T) {
+	w := newWorld(t, t.TempDir())
+	as := oauthtest.NewServer(t, oauthtest.Options{AccessTTL: time.Second, NoRegistration: true})
+	endpoint := as.ProtectedProxy(t, startHTTPDemo(t, w))
+
+	r := cliIn(t, w.bin, w.dir, "", "login", "--url", endpoint)
+	wantExit(t, r, exitUnavailable, "login with no registration and no client id")
+	if !strings.Contains(r.stderr, "no dynamic client registration") || !strings.Contains(r.stderr, "--client-id") {
+		t.Errorf("stderr does not say to give --client-id:\n%s", r.stderr)
+	}
+	r = cliIn(t, w.bin, w.dir, "", "login", "--url", endpoint, "--callback-port", "8976")
+	wantExit(t, r, exitBadInput, "--callback-port without --client-id")
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	as.AddClient("mcp-confirm-ops", "s3cret", fmt.Sprintf("http://127.0.0.1:%d/callback", port))
+	t.Setenv("ORDERS_SECRET", "s3cret")
+	r = w.login(t, endpoint, "--client-id", "mcp-confirm-ops", "--client-secret", "${ORDERS_SECRET}", "--callback-port", strconv.Itoa(port))
+	wantExit(t, r, exitOK, "login with a pre-registered client")
+	if c := as.Counts(); c.Registrations != 0 || c.Exchanges != 1 {
+		t.Fatalf("authorization server saw %+v, want no registration and one code exchange", c)
+	}
+	r = w.run("call", "create_order", "--args", `{"item":"widget","quantity":1,"buyer":"bob"}`, "--url", endpoint)
+	wantExit(t, r, exitOK, "a call after login")
+	_, expires := w.tokenFile(t)
+	time.Sleep(time.Until(expires) + 50*time.Millisecond)
+	r = w.run("call", "create_order", "--args", `{"item":"gadget","quantity":1,"buyer":"bob"}`, "--url", endpoint)
+	wantExit(t, r, exitOK, "a call with an expired token")
+	if c := as.Counts(); c.Refreshes == 0 || c.Refused != 0 {
+		t.Fatalf("the refresh with the client's secret: %+v, refusals %v", c, as.Refusals())
+	}
+	if n := totalOrders(t, w.db()); n != 2 {
+		t.Fatalf("%d orders, want 2", n)
 	}
 }

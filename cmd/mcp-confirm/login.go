@@ -22,8 +22,9 @@ const defaultLoginWait = 5 * time.Minute
 func (c *cli) loginCommand() *cobra.Command {
 	var wait time.Duration
 	var scopes []string
+	var client clientFlags
 	cmd := c.leaf(&cobra.Command{
-		Use:   "login --url URL [--wait D] [--scope S]",
+		Use:   "login --url URL [--wait D] [--scope S] [--client-id ID [--client-secret S] [--callback-port N]]",
 		Short: "log in to a remote server with OAuth; its token is then used and refreshed",
 		Long: `login does the OAuth 2.1 login of the MCP authorization spec for the remote
 server at --url: it finds the server's authorization server (protected-resource
@@ -35,14 +36,30 @@ tokens, kept mode 0600 in the state folder, one file per server URL.
 call, tools, query, retry, proxy and the console then send the token to that
 URL and refresh it when it expires; a --header 'Authorization: ...' wins over it.
 
+An authorization server without dynamic registration takes a client
+registered there beforehand: --client-id, --client-secret for a confidential
+one (${VAR} is expanded, so the secret need not be typed on the command line),
+and --callback-port for the redirect URI it was registered with
+(http://127.0.0.1:PORT/callback).
+
 Exit 0 logged in; 1 not completed (declined, --wait ran out, ctrl-C); 2 bad
 input; 5 the server cannot be reached or offers no OAuth login.`,
-		Example: "  mcp-confirm login --url https://orders.example.com/mcp",
-	}, "serve", []string{"url"}, func(pos []string) int { return runLogin(c.ctx, c.env, &c.g, wait, scopes, pos) })
+		Example: "  mcp-confirm login --url https://orders.example.com/mcp\n" +
+			"  mcp-confirm login --url https://orders.example.com/mcp --client-id mcp-confirm --client-secret '${ORDERS_SECRET}' --callback-port 8976",
+	}, "serve", []string{"url"}, func(pos []string) int { return runLogin(c.ctx, c.env, &c.g, wait, scopes, client, pos) })
 	cmd.Flags().DurationVar(&wait, "wait", defaultLoginWait, "how long to wait for the browser step")
 	cmd.Flags().StringSliceVar(&scopes, "scope", nil, "OAuth scope to ask for (repeatable; default: what the server's 401 asks for)")
+	cmd.Flags().StringVar(&client.id, "client-id", "", "a client registered beforehand with the authorization server (no dynamic registration)")
+	cmd.Flags().StringVar(&client.secret, "client-secret", "", "its secret, for a confidential client; ${VAR} expands from the environment")
+	cmd.Flags().IntVar(&client.port, "callback-port", 0, "the loopback port of the redirect URI the client was registered with (default: a free port)")
 	cmd.ValidArgsFunction = cobra.NoFileCompletions
 	return cmd
+}
+
+// clientFlags name a client registered beforehand.
+type clientFlags struct {
+	id, secret string
+	port       int
 }
 
 // loginStore is this user's stored logins: the oauth folder of the state
@@ -75,7 +92,7 @@ func withLogins(e *env, choice *serverChoice) {
 	}
 }
 
-func runLogin(ctx context.Context, e *env, g *globalOpts, wait time.Duration, scopes []string, pos []string) int {
+func runLogin(ctx context.Context, e *env, g *globalOpts, wait time.Duration, scopes []string, client clientFlags, pos []string) int {
 	switch {
 	case len(pos) > 0:
 		return (&cli{env: e}).unexpected("login", pos[0], "Give the server with --url URL.")
@@ -84,6 +101,17 @@ func runLogin(ctx context.Context, e *env, g *globalOpts, wait time.Duration, sc
 		return exitBadInput
 	case wait <= 0:
 		fmt.Fprintf(e.stderr, "mcp-confirm login: --wait must be more than 0 (got %s)\nGive how long to wait for the browser, e.g. --wait 5m.\n", wait)
+		return exitBadInput
+	case client.port < 0 || client.port > 65535:
+		fmt.Fprintf(e.stderr, "mcp-confirm login: --callback-port must be from 1 to 65535 (got %d)\nGive the port of the redirect URI the client was registered with.\n", client.port)
+		return exitBadInput
+	case client.id == "" && (client.secret != "" || client.port != 0):
+		fmt.Fprintf(e.stderr, "mcp-confirm login: --client-secret and --callback-port go with --client-id\nGive the client registered with the authorization server, or leave them out to register one.\n")
+		return exitBadInput
+	}
+	secret, err := mcpclient.ExpandHeader(client.secret)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "mcp-confirm login: --client-secret: %v\nSet the variable, or give the secret another way; nothing was stored.\n", err)
 		return exitBadInput
 	}
 	if err := checkURL(g.url); err != nil {
@@ -96,7 +124,7 @@ func runLogin(ctx context.Context, e *env, g *globalOpts, wait time.Duration, sc
 		return exitUnavailable
 	}
 	login, err := mcpclient.Authorize(ctx, g.url, mcpclient.AuthorizeOptions{
-		Scopes: scopes, Wait: wait,
+		Scopes: scopes, Wait: wait, ClientID: client.id, ClientSecret: secret, CallbackPort: client.port,
 		OnAuthorizationURL: func(u string) {
 			fmt.Fprintf(e.stderr, "Open this URL in a browser to log in to %s (waiting up to %s; ctrl-C stops):\n", g.url, wait)
 			fmt.Fprintln(e.stdout, u)

@@ -49,6 +49,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	clients  map[string][]string // client_id → redirect URIs
+	secrets  map[string]string   // client_id → secret, for a confidential client added with AddClient
 	codes    map[string]grant    // authorization codes, single use
 	access   map[string]grant    // access token → its grant; expires
 	refresh  map[string]grant    // refresh token → its grant; single use (rotated)
@@ -83,7 +84,7 @@ func NewServer(t testing.TB, opts Options) *Server {
 	if opts.Leeway == 0 {
 		opts.Leeway = 2 * time.Second
 	}
-	s := &Server{opts: opts, clients: map[string][]string{}, codes: map[string]grant{},
+	s := &Server{opts: opts, clients: map[string][]string{}, secrets: map[string]string{}, codes: map[string]grant{},
 		access: map[string]grant{}, refresh: map[string]grant{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", s.metadata)
@@ -152,6 +153,30 @@ func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
 		md["code_challenge_methods_supported"] = []string{"S256"}
 	}
 	writeJSON(w, http.StatusOK, md)
+}
+
+// AddClient registers a client beforehand, as an administrator does at an
+// authorization server without dynamic registration; with a secret, the
+// token endpoint asks for it (client_secret_post or client_secret_basic).
+func (s *Server) AddClient(id, secret string, redirects ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clients[id] = redirects
+	if secret != "" {
+		s.secrets[id] = secret
+	}
+}
+
+// clientSecretOK: the request proves the client's secret, if it has one.
+func (s *Server) clientSecretOK(r *http.Request, client string) bool {
+	want, ok := s.secrets[client]
+	if !ok {
+		return true
+	}
+	if id, secret, basic := r.BasicAuth(); basic {
+		return id == client && secret == want
+	}
+	return r.PostForm.Get("client_secret") == want
 }
 
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
@@ -235,6 +260,15 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		s.counts.Refused++
 		s.refusals = append(s.refusals, code+": "+why)
 		oauthError(w, http.StatusBadRequest, code, why)
+	}
+	client := f.Get("client_id")
+	if client == "" {
+		client, _, _ = r.BasicAuth()
+		f.Set("client_id", client)
+	}
+	if !s.clientSecretOK(r, client) {
+		refuse("invalid_client", "client authentication failed")
+		return
 	}
 	var g grant
 	switch f.Get("grant_type") {
