@@ -158,6 +158,9 @@ func (p *Proxy) fitHost(client string) {
 			// A read with its retries answers within the write's absolute
 			// clock, under the host's own limit, as a write does.
 			ReadBudget: policy.Defaults.MaxTotal.Duration,
+			// The proxy reads a write's state, reason and key only (answer):
+			// no read-back of the call it has just recorded.
+			RecordedResult: true,
 		})
 		p.logClock(hc, policy)
 	})
