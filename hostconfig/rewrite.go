@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tailscale/hujson"
@@ -48,7 +49,7 @@ const (
 // Reasons, as shown after "skipped: ".
 const (
 	ReasonSSE      = "remote entry over SSE or WebSocket; proxy --url speaks Streamable HTTP only"
-	ReasonOAuth    = "remote entry with OAuth settings; proxy --url has no OAuth login yet (a bearer token in headers works)"
+	ReasonOAuth    = "remote entry with auth settings init cannot read; wrap it by hand (proxy --url, after mcp-confirm login --url)"
 	ReasonWrapped  = "already goes through mcp-confirm proxy"
 	ReasonDisabled = "disabled in the host's config"
 	ReasonExcluded = "excluded (--exclude)"
@@ -66,6 +67,13 @@ type Entry struct {
 	// URL is the remote server a wrapped url entry now reaches through
 	// proxy --url, as written in the file ("" for a stdio entry).
 	URL string
+	// LoginArgs, for a wrapped entry whose host did the OAuth login itself,
+	// are mcp-confirm's arguments for that login, to run once before the
+	// host starts the entry ("login", "--url", URL, and the entry's client
+	// id and callback port); the proxy cannot open a browser for its host.
+	LoginArgs []string
+
+	authKeys []string // the members of the host's own OAuth settings, dropped when wrapped
 }
 
 // Rewrite returns src with every stdio server entry of loc wrapped by w,
@@ -100,7 +108,13 @@ func Rewrite(src []byte, loc Location, w Wrap) (out []byte, entries []Entry, err
 				e.At = strings.Join(m.at, ".")
 				if e.Action == Wrapped {
 					if urlKey != "" {
-						wrapRemote(mem.Value.Value.(*hujson.Object), w, urlKey)
+						o := mem.Value.Value.(*hujson.Object)
+						wrapRemote(o, w, urlKey)
+						for _, k := range e.authKeys {
+							// The host would try its own login on what is now a
+							// stdio entry; mcp-confirm login does it instead.
+							removeMember(o, jsonObject{o}.member(k))
+						}
 					} else {
 						wrapEntry(mem.Value.Value.(*hujson.Object), w)
 					}
@@ -215,8 +229,12 @@ func classifyRemote(e Entry, entry jsonObject, host string) (Entry, string) {
 		// Gemini CLI reads url as an SSE endpoint; httpUrl is its
 		// Streamable HTTP.
 		e.Action, e.Reason = Remote, ReasonSSE
-	case entry.member("oauth") != nil || entry.member("auth") != nil || entry.member("authProviderType") != nil:
+	case entry.member("auth") != nil:
 		e.Action, e.Reason = Remote, ReasonOAuth
+	case entry.member("authProviderType") != nil && !strings.EqualFold(must(entry.str("authProviderType")), "dynamic_discovery"):
+		// Gemini CLI's Google credentials and service accounts: not an
+		// MCP OAuth login mcp-confirm can do.
+		e.Action, e.Reason = Remote, "remote entry with authProviderType "+must(entry.str("authProviderType"))+"; mcp-confirm logs in only by the MCP authorization spec (dynamic_discovery)"
 	case urlKey == "":
 		e.Action, e.Reason = Invalid, "type "+t+" without a url"
 	default:
@@ -231,11 +249,52 @@ func classifyRemote(e Entry, entry jsonObject, host string) (Entry, string) {
 				break
 			}
 		}
+		var settings jsonObject
+		if m := entry.member("oauth"); m != nil {
+			o, ok := m.Value.Value.(*hujson.Object)
+			if !ok {
+				e.Action, e.Reason = Invalid, "oauth is not an object"
+				break
+			}
+			settings, e.authKeys = jsonObject{o}, append(e.authKeys, "oauth")
+		}
+		if entry.member("authProviderType") != nil {
+			e.authKeys = append(e.authKeys, "authProviderType")
+		}
+		if len(e.authKeys) > 0 {
+			e.LoginArgs = loginArgs(u, settings)
+		}
 		e.Action, e.URL = Wrapped, u
 		return e, urlKey
 	}
 	return e, ""
 }
+
+// loginArgs are mcp-confirm login's arguments for a remote entry whose
+// host logged in itself: Claude Code's oauth.clientId and
+// oauth.callbackPort, for an authorization server without dynamic
+// registration. A clientSecret (kept by the host, not in the file) is
+// asked for as a variable.
+func loginArgs(u string, oauth jsonObject) []string {
+	args := []string{"login", "--url", u}
+	if id, ok := oauth.str("clientId"); ok && id != "" {
+		args = append(args, "--client-id", id)
+		if oauth.member("clientSecret") != nil {
+			args = append(args, "--client-secret", "${CLIENT_SECRET}")
+		}
+	}
+	if m := oauth.member("callbackPort"); m != nil {
+		if lit, ok := m.Value.Value.(hujson.Literal); ok && lit.Kind() == '0' {
+			if n, err := strconv.Atoi(string(lit)); err == nil && n > 0 && n < 65536 {
+				args = append(args, "--callback-port", strconv.Itoa(n))
+			}
+		}
+	}
+	return args
+}
+
+// must is a lookup's value, "" when it failed.
+func must(s string, _ bool) string { return s }
 
 // isRemote: an entry the host reaches over the network (url in Claude,
 // Cursor, VS Code; httpUrl in Gemini CLI; serverUrl in Windsurf; or a type

@@ -339,7 +339,8 @@ func TestRewriteLeavesAlone(t *testing.T) {
   "w": {"command": "/opt/bin/mcp-confirm", "args": ["--db", "/other.db", "proxy", "--", "srv"]},
   "t": {"type": "sse", "command": "x"},
   "d": {"command": "x", "disabled": true},
-  "o": {"url": "https://x/mcp", "oauth": {"clientId": "abc"}},
+  "o": {"url": "https://x/mcp", "auth": {"kind": "custom"}},
+  "g": {"httpUrl": "https://x/mcp", "authProviderType": "google_credentials"},
   "h": {"url": "https://x/mcp", "headers": {"X-Retries": 3}},
   "u": {"url": 5},
   "e": {"type": "http"},
@@ -365,6 +366,7 @@ func TestRewriteLeavesAlone(t *testing.T) {
 		"t: skip " + ReasonSSE + " ",
 		"d: skip " + ReasonDisabled + " ",
 		"o: skip " + ReasonOAuth + " ",
+		"g: skip remote entry with authProviderType google_credentials; mcp-confirm logs in only by the MCP authorization spec (dynamic_discovery) ",
 		"h: skip headers is not an object of strings ",
 		"u: skip url is not a string ",
 		"e: skip type http without a url ",
@@ -473,4 +475,50 @@ func lookupEntry(t *testing.T, doc map[string]any, e Entry) map[string]any {
 		}
 	}
 	return cur[e.Name].(map[string]any)
+}
+
+// TestRewriteOAuthEntry: a remote entry whose host logs in itself is
+// wrapped in proxy --url; the host's own OAuth settings leave the entry
+// (it would try them on what is now a stdio server), and the entry says
+// which mcp-confirm login to run instead, with Claude Code's client id
+// and callback port.
+func TestRewriteOAuthEntry(t *testing.T) {
+	loc := Location{Path: "x.json", Servers: [][]string{{"mcpServers"}}}
+	in := `{"mcpServers": {
+  "shop": {"type": "http", "url": "https://shop/mcp", "oauth": {"clientId": "abc", "callbackPort": 8976}},
+  "plain": {"type": "http", "url": "https://plain/mcp", "oauth": {}},
+  "gem": {"httpUrl": "https://gem/mcp", "authProviderType": "dynamic_discovery"},
+  "bad": {"url": "https://bad/mcp", "oauth": "yes"}
+}}`
+	out, entries, err := Rewrite([]byte(in), loc, testWrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parsed struct {
+		MCPServers map[string]map[string]any `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(out, &parsed); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, name := range []string{"shop", "plain", "gem"} {
+		e := parsed.MCPServers[name]
+		if e["oauth"] != nil || e["authProviderType"] != nil || e["command"] != testWrap.Self {
+			t.Errorf("%s rewritten as %v; want a proxy entry without the host's OAuth settings", name, e)
+		}
+	}
+	if parsed.MCPServers["bad"]["oauth"] != "yes" {
+		t.Errorf("an entry with an unreadable oauth member was changed: %v", parsed.MCPServers["bad"])
+	}
+	want := map[string]string{
+		"shop":  "wrap login --url https://shop/mcp --client-id abc --callback-port 8976",
+		"plain": "wrap login --url https://plain/mcp",
+		"gem":   "wrap login --url https://gem/mcp",
+		"bad":   "skip ",
+	}
+	for _, e := range entries {
+		got := actionWord(e)[:4] + " " + strings.Join(e.LoginArgs, " ")
+		if got != want[e.Name] {
+			t.Errorf("%s: %q, want %q", e.Name, got, want[e.Name])
+		}
+	}
 }

@@ -366,8 +366,8 @@ func TestOAuthLoginPreRegisteredClient(t *testing.T) {
 	if !strings.Contains(r.stderr, "no dynamic client registration") || !strings.Contains(r.stderr, "--client-id") {
 		t.Errorf("stderr does not say to give --client-id:\n%s", r.stderr)
 	}
-	r = cliIn(t, w.bin, w.dir, "", "login", "--url", endpoint, "--callback-port", "8976")
-	wantExit(t, r, exitBadInput, "--callback-port without --client-id")
+	r = cliIn(t, w.bin, w.dir, "", "login", "--url", endpoint, "--client-secret", "x")
+	wantExit(t, r, exitBadInput, "--client-secret without --client-id")
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -393,5 +393,63 @@ func TestOAuthLoginPreRegisteredClient(t *testing.T) {
 	}
 	if n := totalOrders(t, w.db()); n != 2 {
 		t.Fatalf("%d orders, want 2", n)
+	}
+}
+
+// init over a Claude Code entry that logs in with OAuth itself (a client
+// registered beforehand, its callback port): the entry goes through proxy
+// --url without the host's oauth settings, init prints the one login to
+// run, and after that login the host's create_order orders once.
+func TestInitWrapsAnOAuthEntry(t *testing.T) {
+	w := newWorld(t, t.TempDir())
+	as := oauthtest.NewServer(t, oauthtest.Options{AccessTTL: time.Hour, NoRegistration: true})
+	endpoint := as.ProtectedProxy(t, startHTTPDemo(t, w))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	as.AddClient("shop-client", "", "http://127.0.0.1:"+port+"/callback")
+	config := filepath.Join(w.dir, ".mcp.json")
+	original := `{"mcpServers": {"shop": {"type": "http", "url": "` + endpoint + `", "oauth": {"clientId": "shop-client", "callbackPort": ` + port + `}}}}` + "\n"
+	if err := os.WriteFile(config, []byte(original), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := w.run("init", "--host", "claude-code")
+	wantExit(t, r, exitOK, "init")
+	wantLogin := "login --url " + endpoint + " --client-id shop-client --callback-port " + port
+	if !strings.Contains(r.stdout, "shop: wrapped: remote "+endpoint) || !strings.Contains(r.stdout, "log in once before it starts:") ||
+		!strings.Contains(r.stdout, wantLogin) {
+		t.Fatalf("init does not name the login to run (%q):\n%s", wantLogin, r)
+	}
+	var file struct {
+		MCPServers map[string]map[string]any `json:"mcpServers"`
+	}
+	b, _ := os.ReadFile(config)
+	if err := json.Unmarshal(b, &file); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	shop := file.MCPServers["shop"]
+	if shop["oauth"] != nil || shop["type"] != "stdio" {
+		t.Fatalf("rewritten entry %v, want a stdio entry without the host's oauth settings", shop)
+	}
+
+	wantExit(t, w.login(t, endpoint, "--client-id", "shop-client", "--callback-port", port), exitOK, "the login init named")
+	var args []string
+	for _, a := range shop["args"].([]any) {
+		args = append(args, a.(string))
+	}
+	host := startHost(t, childEnv(w.dir), shop["command"].(string), args...)
+	if res := hostCall(t, host, "create_order", map[string]any{"item": "widget", "quantity": 1, "buyer": "bob"}); res.IsError {
+		t.Fatalf("create_order through the wrapped entry: %+v", res)
+	}
+	host.Close()
+	if n := totalOrders(t, w.db()); n != 1 {
+		t.Errorf("%d orders, want 1", n)
+	}
+	wantExit(t, cliIn(t, w.bin, w.dir, "", "uninstall", "--host", "claude-code"), exitOK, "uninstall")
+	if back, _ := os.ReadFile(config); string(back) != original {
+		t.Errorf("uninstall did not restore the file byte for byte:\n%s", back)
 	}
 }

@@ -135,7 +135,7 @@ func runInit(e *env, g *globalOpts, f initFlags, pos []string) int {
 
 	changed, wrapped := 0, 0
 	for _, file := range files {
-		printFile(e, file)
+		printFile(e, file, w.Self)
 		if file.Changed() {
 			changed++
 			for _, en := range file.Entries {
@@ -367,7 +367,7 @@ func checkExcludes(e *env, exclude []string, files []*hostconfig.File) int {
 
 // printFile says what init does with each entry of a file, then shows the
 // diff.
-func printFile(e *env, file *hostconfig.File) {
+func printFile(e *env, file *hostconfig.File, self string) {
 	fmt.Fprintf(e.stdout, "%s: %s\n", file.Host, file.Path)
 	if len(file.Entries) == 0 {
 		fmt.Fprintln(e.stdout, "  no MCP servers in this file")
@@ -384,6 +384,15 @@ func printFile(e *env, file *hostconfig.File) {
 				remote = "remote " + termtext.Line(en.URL) + " through proxy --url, "
 			}
 			fmt.Fprintf(e.stdout, "  %s: wrapped: %sjournal %s, %s\n", name, remote, en.Journal, policyWords(en.Policy))
+			if len(en.LoginArgs) > 0 {
+				// The host did this login itself; the proxy cannot open a
+				// browser for it, so the operator does it once, now.
+				words := make([]string, len(en.LoginArgs))
+				for i, a := range en.LoginArgs {
+					words[i] = shellQuote(termtext.Line(a))
+				}
+				fmt.Fprintf(e.stdout, "    its host logged in with OAuth itself: log in once before it starts: %s %s\n", shellQuote(self), strings.Join(words, " "))
+			}
 		case hostconfig.AlreadyWrapped:
 			fmt.Fprintf(e.stdout, "  %s: skipped: %s (journal %s, %s)\n", name, en.Reason, orDefault(en.Journal, "the default"), policyWords(en.Policy))
 		default:

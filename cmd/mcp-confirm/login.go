@@ -51,7 +51,7 @@ input; 5 the server cannot be reached or offers no OAuth login.`,
 	cmd.Flags().StringSliceVar(&scopes, "scope", nil, "OAuth scope to ask for (repeatable; default: what the server's 401 asks for)")
 	cmd.Flags().StringVar(&client.id, "client-id", "", "a client registered beforehand with the authorization server (no dynamic registration)")
 	cmd.Flags().StringVar(&client.secret, "client-secret", "", "its secret, for a confidential client; ${VAR} expands from the environment")
-	cmd.Flags().IntVar(&client.port, "callback-port", 0, "the loopback port of the redirect URI the client was registered with (default: a free port)")
+	cmd.Flags().IntVar(&client.port, "callback-port", 0, "the loopback port of the redirect URI (the one the client was registered with; default: a free port)")
 	cmd.ValidArgsFunction = cobra.NoFileCompletions
 	return cmd
 }
@@ -105,8 +105,8 @@ func runLogin(ctx context.Context, e *env, g *globalOpts, wait time.Duration, sc
 	case client.port < 0 || client.port > 65535:
 		fmt.Fprintf(e.stderr, "mcp-confirm login: --callback-port must be from 1 to 65535 (got %d)\nGive the port of the redirect URI the client was registered with.\n", client.port)
 		return exitBadInput
-	case client.id == "" && (client.secret != "" || client.port != 0):
-		fmt.Fprintf(e.stderr, "mcp-confirm login: --client-secret and --callback-port go with --client-id\nGive the client registered with the authorization server, or leave them out to register one.\n")
+	case client.id == "" && client.secret != "":
+		fmt.Fprintf(e.stderr, "mcp-confirm login: --client-secret goes with --client-id\nGive the client registered with the authorization server, or leave it out to register one.\n")
 		return exitBadInput
 	}
 	secret, err := mcpclient.ExpandHeader(client.secret)
