@@ -68,6 +68,13 @@ type Engine interface {
 	// AcceptFound marks a call applied with the evidence of its latest
 	// query, if that query found it (guard.Guard.AcceptFound).
 	AcceptFound(ctx context.Context, id int64, note string) (pending.Call, string, error)
+	// Compensate has the policy's cancel_tool called to undo a call: a
+	// guarded write of its own, linked to it (guard.Guard.Compensate).
+	Compensate(ctx context.Context, id int64, o guard.CompensateOptions) (guard.Result, error)
+	// CompensationPreview is the cancel Compensate would send for c, or
+	// why c cannot be compensated; it sends and records nothing
+	// (guard.Guard.CompensationPreview).
+	CompensationPreview(c pending.Call) (tool string, args map[string]any, err error)
 }
 
 // ServerStatus is what the status bar shows of the server (mcpclient.Client).
@@ -214,19 +221,20 @@ type Model struct {
 	quitDialog int // the ID of the quit question, when it was asked
 	showHelp   bool
 
-	message     string // what the last action did, to which call
-	messageErr  bool
-	messageWarn bool             // an outcome to act on, not an error
-	messageMark string           // the warning's glyph when not GlyphUnknown
-	messageOnce bool             // a one-shot reason why a key did nothing: gone at the next key or screen
-	queried     map[int64]bool   // calls the operator queried this session (the demo's hints)
-	queryErr    map[int64]string // calls whose last query this session got no answer, and why
-	retrying    map[int64]bool   // calls with a retry in flight from this console
-	quitting    bool             // quit confirmed: waiting for the write in flight to be recorded
-	demoOrders  demoOrders       // the demo server's orders, from its find_orders
-	demoCall    pending.Call     // the demo's create_order call, as last seen
-	busy        bool             // message says what is running
-	recovered   int
+	message      string // what the last action did, to which call
+	messageErr   bool
+	messageWarn  bool             // an outcome to act on, not an error
+	messageMark  string           // the warning's glyph when not GlyphUnknown
+	messageOnce  bool             // a one-shot reason why a key did nothing: gone at the next key or screen
+	queried      map[int64]bool   // calls the operator queried this session (the demo's hints)
+	queryErr     map[int64]string // calls whose last query this session got no answer, and why
+	retrying     map[int64]bool   // calls with a retry in flight from this console
+	compensating map[int64]bool   // calls whose cancel (K) is in flight from this console
+	quitting     bool             // quit confirmed: waiting for the write in flight to be recorded
+	demoOrders   demoOrders       // the demo server's orders, from its find_orders
+	demoCall     pending.Call     // the demo's create_order call, as last seen
+	busy         bool             // message says what is running
+	recovered    int
 	// The late scan: one at a time; a change while it runs asks for another.
 	lateScanning, lateAgain bool
 	lateTook                time.Duration
@@ -262,7 +270,7 @@ func New(o Options) Model {
 	hm.Styles.FullSeparator = sh.st.Faint
 	hm.Styles.Ellipsis = sh.st.Faint
 	m := Model{sh: sh, keys: defaultAppKeys(), help: hm, w: 80, h: 24, queried: map[int64]bool{},
-		queryErr: map[int64]string{}, retrying: map[int64]bool{}}
+		queryErr: map[int64]string{}, retrying: map[int64]bool{}, compensating: map[int64]bool{}}
 	m.lateScanning = o.Journal != nil // Init starts the first scan
 	if o.Journal != nil {
 		m.recovered = len(o.Journal.Recovered())
@@ -346,8 +354,13 @@ func (m *Model) activeScreen() screen {
 	return m.list
 }
 
+// updateActive gives the active screen a message. After a key, which may
+// have moved the selection, the decision keys follow the selected call.
 func (m *Model) updateActive(msg tea.Msg) tea.Cmd {
 	_, cmd := m.activeScreen().Update(msg)
+	if _, ok := msg.(tea.KeyMsg); ok {
+		m.syncBindings()
+	}
 	return cmd
 }
 
@@ -375,8 +388,11 @@ func (m *Model) updateDialog(msg tea.Msg) (tea.Cmd, bool) {
 				m.setMessage(b, false)
 				m.busy = true
 			}
-			if a, c := d.Decision(); a == pending.ActionRetry {
+			switch a, c := d.Decision(); a {
+			case pending.ActionRetry:
 				m.retrying[c.ID] = true
+			case pending.ActionCompensate:
+				m.compensating[c.ID] = true
 			}
 		}
 		return cmd, true
@@ -437,6 +453,7 @@ func (m *Model) appMsg(msg tea.Msg) (tea.Cmd, bool) {
 			m.setSize(m.w, m.h) // the banner takes lines from the screen
 		}
 		m.tools.onTools()
+		m.syncBindings() // K depends on the cancel_tool being listed, as a write
 		if msg.Err != nil {
 			m.setMessage("the server's tools could not be listed: "+errLine(msg.Err), true)
 		}
@@ -460,6 +477,10 @@ func (m *Model) appMsg(msg tea.Msg) (tea.Cmd, bool) {
 		return m.onQueried(msg), true
 	case retriedMsg:
 		return m.onRetried(msg), true
+	case compensateCheckedMsg:
+		return m.onCompensateChecked(msg), true
+	case compensatedMsg:
+		return m.onCompensated(msg), true
 	case decidedMsg:
 		return m.onDecided(msg), true
 	case callDoneMsg:

@@ -257,6 +257,38 @@ func retryCmd(ctx context.Context, e Engine, id int64, tool, key, note string, p
 	}
 }
 
+// compensateCheckCmd reads a call and the cancels made of it so far, before
+// its compensate dialog opens.
+func compensateCheckCmd(j Journal, id int64) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+		defer cancel()
+		c, err := j.Get(ctx, id)
+		msg := compensateCheckedMsg{ID: id, Call: c, Err: err}
+		for _, by := range c.CompensatedBy {
+			if err != nil {
+				break
+			}
+			var k pending.Call
+			if k, err = j.Get(ctx, by); err == nil {
+				msg.Cancels = append(msg.Cancels, k)
+			}
+		}
+		msg.Err = err
+		return msg
+	}
+}
+
+// compensateCmd has a call undone by the policy's cancel_tool: the
+// decision, then the cancel as a guarded write of its own. Like a retry it
+// is bounded by the guard's own clocks, not by a deadline here.
+func compensateCmd(ctx context.Context, e Engine, id int64, tool, key, cancelTool, note string) tea.Cmd {
+	return func() tea.Msg {
+		res, err := e.Compensate(ctx, id, guard.CompensateOptions{Note: note})
+		return compensatedMsg{ID: id, Tool: tool, Key: key, CancelTool: cancelTool, Result: res, Err: err}
+	}
+}
+
 // decideCmd records abandon, mark, note or ack.
 func decideCmd(ctx context.Context, e Engine, action pending.Action, id int64, tool, key, note string) tea.Cmd {
 	return func() tea.Msg {

@@ -1,9 +1,10 @@
-// The decision keys (s r x m n A, and L), the reasons shown when one cannot
-// act, and the confirmation dialogs they open.
+// The decision keys (s r x m n A K, and L), the reasons shown when one
+// cannot act, and the confirmation dialogs they open.
 
 package tui
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -43,7 +44,7 @@ func (m *Model) lateKey(k tea.KeyMsg) (tea.Cmd, bool) {
 	return m.list.jumpTo(c), true
 }
 
-// decisionKey opens the dialog for s, r, x, m, n or A on the active
+// decisionKey opens the dialog for s, r, x, m, n, A or K on the active
 // screen's selected call, or says in one line why that action is not
 // possible. A screen without decision keys does not handle them.
 func (m *Model) decisionKey(k tea.KeyMsg) (tea.Cmd, bool) {
@@ -56,10 +57,14 @@ func (m *Model) decisionKey(k tea.KeyMsg) (tea.Cmd, bool) {
 	for _, b := range []struct {
 		b      key.Binding
 		action pending.Action
-	}{{dk.Query, pending.ActionQuery}, {dk.Retry, pending.ActionRetry}, {dk.Abandon, pending.ActionAbandon}, {dk.Mark, pending.ActionMark}, {dk.Note, pending.ActionNote}, {dk.Ack, pending.ActionAck}} {
+	}{{dk.Query, pending.ActionQuery}, {dk.Retry, pending.ActionRetry}, {dk.Abandon, pending.ActionAbandon}, {dk.Mark, pending.ActionMark}, {dk.Note, pending.ActionNote}, {dk.Ack, pending.ActionAck},
+		{dk.Compensate, pending.ActionCompensate}} {
 		switch {
 		case key.Matches(k, b.b) && ok:
 			return m.openDecision(b.action, c), true
+		case (pressedDisabled(k, b.b) || key.Matches(k, b.b)) && b.action == pending.ActionCompensate && ok:
+			m.whyNot(m.compensateReason(c))
+			return nil, true
 		case pressedDisabled(k, b.b) || key.Matches(k, b.b):
 			m.whyNot(disabledReason(b.action, c, ok))
 			return nil, true
@@ -83,6 +88,7 @@ func (m *Model) syncBindings() {
 		dk.Mark.SetEnabled(ok && c.State.Allows(pending.EventMark))
 		dk.Note.SetEnabled(ok)
 		dk.Ack.SetEnabled(ok && c.HoldsLate())
+		dk.Compensate.SetEnabled(ok && m.compensateReason(c) == "")
 	}
 	m.list.syncLate(len(m.sh.late))
 }
@@ -110,6 +116,89 @@ func disabledReason(a pending.Action, c pending.Call, ok bool) string {
 	return fmt.Sprintf("cannot %s %s", a, name)
 }
 
+// compensateReason is why c cannot be compensated (K), in one line, or ""
+// when it can: the guard's preview of the cancel decides (a read, a state
+// that may not be undone, no cancel_tool in the policy, cancel_args that
+// need what the call lacks), then the server's tools, once listed (the
+// cancel_tool missing, or a read).
+func (m *Model) compensateReason(c pending.Call) string {
+	name := fmt.Sprintf("call %d (%s)", c.ID, displayName(c.Tool))
+	e := m.sh.opts.Engine
+	if e == nil {
+		return name + " cannot be compensated: the console has no engine"
+	}
+	tool, _, err := e.CompensationPreview(c)
+	switch {
+	case err == nil:
+	case c.Kind == pending.KindRead:
+		return name + " is a read; it changed nothing, there is nothing to compensate"
+	case c.State == pending.StateFailed:
+		return name + " failed: the server said it did nothing, there is nothing to compensate"
+	case c.State == pending.StateInFlight:
+		return name + " is in flight; wait for its outcome before compensating it"
+	case !pending.Compensable(c.State):
+		return fmt.Sprintf("%s is %s; it cannot be compensated", name, stateWord(c.State))
+	case errors.Is(err, guard.ErrNotAllowed):
+		return fmt.Sprintf("%s cannot be compensated: the policy names no cancel_tool for %s (set cancel_tool and cancel_args under [tools.%s])",
+			name, displayName(c.Tool), displayName(c.Tool))
+	default:
+		return name + " cannot be compensated: " + errLine(err)
+	}
+	if !m.sh.toolsLoaded {
+		return ""
+	}
+	switch t, listed := m.sh.tool(tool); {
+	case !listed:
+		return fmt.Sprintf("%s cannot be compensated: its cancel_tool %s is not among the server's tools (see t)", name, displayName(tool))
+	case t.Kind == pending.KindRead:
+		return fmt.Sprintf("%s cannot be compensated: its cancel_tool %s is a read here; a compensation must be a write (set kind = \"write\" for it in the policy)",
+			name, displayName(tool))
+	}
+	return ""
+}
+
+// onCompensateChecked opens the compensate dialog on the call as just
+// read, or says in one line why not: it is undone already (a cancel of it
+// succeeded), or a cancel of it is still in flight or unknown (the guard
+// would hold an identical one). It opens nothing if the operator has
+// moved on meanwhile (another call selected, a dialog open).
+func (m *Model) onCompensateChecked(msg compensateCheckedMsg) tea.Cmd {
+	if s, ok := m.activeScreen().Selected(); m.dialog != nil || !ok || s.ID != msg.ID || m.activeScreen().decisions() == nil {
+		return nil
+	}
+	if msg.Err != nil {
+		m.whyNot(fmt.Sprintf("cannot read call %d to compensate it: %s", msg.ID, errLine(msg.Err)))
+		return nil
+	}
+	c := msg.Call
+	if why := m.compensateReason(c); why != "" {
+		m.whyNot(why)
+		return nil
+	}
+	name := fmt.Sprintf("call %d (%s)", c.ID, displayName(c.Tool))
+	for _, k := range msg.Cancels {
+		switch k.State {
+		case pending.StateSucceeded, pending.StateApplied:
+			m.whyNot(fmt.Sprintf("%s was already undone by call %d (%s %s); there is nothing more to compensate", name, k.ID, displayName(k.Tool), stateWord(k.State)))
+			return nil
+		case pending.StateUnknown, pending.StateInFlight:
+			m.whyNot(fmt.Sprintf("%s: its cancel, call %d (%s), is %s; decide that one first (another cancel would be held until then)", name, k.ID, displayName(k.Tool), stateWord(k.State)))
+			return nil
+		}
+	}
+	e, ctx := m.sh.opts.Engine, m.sh.opts.Context
+	cancel, args, err := e.CompensationPreview(c)
+	if err != nil {
+		m.whyNot(name + " cannot be compensated: " + errLine(err))
+		return nil
+	}
+	id, tool, key := c.ID, c.Tool, c.Key
+	m.message = ""
+	m.dialog = newCompensateDialog(m.sh, m.nextDialogID(), c, msg.Cancels, cancel, args,
+		func(note string) tea.Cmd { return compensateCmd(ctx, e, id, tool, key, cancel, note) })
+	return nil
+}
+
 // openDecisionMsg asks the root to open a decision dialog (from a dialog).
 type openDecisionMsg struct {
 	Action pending.Action
@@ -119,6 +208,17 @@ type openDecisionMsg struct {
 // openDecision opens the dialog for an action on a call. Nothing is sent
 // or written until the dialog's Yes.
 func (m *Model) openDecision(a pending.Action, c pending.Call) tea.Cmd {
+	if a == pending.ActionCompensate {
+		// The call and its earlier cancels are read first: one that
+		// succeeded means it is undone already, one in flight or unknown
+		// would hold a new one. onCompensateChecked opens the dialog, with
+		// what the guard will send (its preview).
+		if why := m.compensateReason(c); why != "" {
+			m.whyNot(why)
+			return nil
+		}
+		return compensateCheckCmd(m.sh.opts.Journal, c.ID)
+	}
 	ctx, e := m.sh.opts.Context, m.sh.opts.Engine
 	id, tool, key := c.ID, c.Tool, c.Key
 	did := m.nextDialogID()
@@ -153,6 +253,8 @@ func decisionBusy(sh *shared, a pending.Action, c pending.Call) string {
 		pending.ActionMark:    "marking " + who + " applied…",
 		pending.ActionNote:    "saving the note on " + who + "…",
 		pending.ActionAck:     "acknowledging the late settle of " + who + "…",
+		// The compensate dialog's own says which cancel_tool it sends.
+		pending.ActionCompensate: "compensating " + who + "…",
 	}[a]
 }
 

@@ -137,12 +137,12 @@ func (d *detailScreen) View() string {
 
 func (d *detailScreen) ShortHelp() []key.Binding {
 	k := d.keys
-	return []key.Binding{k.Ack, k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Back, k.Result, k.Down}
+	return []key.Binding{k.Ack, k.Query, k.Retry, k.Abandon, k.Mark, k.Compensate, k.Note, k.Back, k.Result, k.Down}
 }
 
 func (d *detailScreen) FullHelp() [][]key.Binding {
 	k := d.keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Result, k.Back}, {k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Ack}}
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Result, k.Back}, {k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Ack, k.Compensate}}
 }
 
 // content is the whole history as text, wrapped to the width.
@@ -190,6 +190,14 @@ func (d *detailScreen) content() string {
 			GlyphLate, stamp(*c.LateSettledAt), age(d.sh.now.Sub(*c.LateSettledAt)))))
 	case c.LateSettledAt != nil && c.AckedAt != nil:
 		field("late", fmt.Sprintf("settled late %s, acknowledged %s: identical calls are sent again", stamp(*c.LateSettledAt), stamp(*c.AckedAt)))
+	}
+	// Compensation (issue 21) is shown on both calls: the cancel names
+	// the call it undoes, the call the cancels made for it.
+	if c.Compensates != 0 {
+		field("undoes", fmt.Sprintf("compensates call %d: sent to undo it; this call's outcome says whether it did", c.Compensates))
+	}
+	if len(c.CompensatedBy) > 0 {
+		field("undone", st.Info.Render("compensated by "+callList(c.CompensatedBy))+st.Faint.Render(" · whether it was undone is the cancel's outcome; this call keeps its state"))
 	}
 	field("retry", retrySafety(d.sh, c))
 	if left, ok := d.sh.opts.Policy.KeyRetentionLeft(c, d.sh.now); ok && c.State.Allows(pending.EventRetry) {

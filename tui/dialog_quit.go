@@ -42,7 +42,7 @@ var quitCause = guard.CancelCause("the operator quit the console")
 // writeInFlight: a write this console started has no outcome yet.
 func (m *Model) writeInFlight() bool {
 	t, sending := m.form.inFlight()
-	return sending && t.Kind == pending.KindWrite || len(m.retrying) > 0
+	return sending && t.Kind == pending.KindWrite || len(m.retrying) > 0 || len(m.compensating) > 0
 }
 
 // quit quits at once, unless a write is in flight: then it asks first.
@@ -51,6 +51,9 @@ func (m *Model) quit() tea.Cmd {
 		return tea.Quit
 	}
 	what := "A retry"
+	if len(m.retrying) == 0 && len(m.compensating) > 0 {
+		what = "A compensation (the cancel of a call)"
+	}
 	if t, sending := m.form.inFlight(); sending {
 		what = "The new " + t.Name + " call"
 	}

@@ -20,7 +20,10 @@ func defaultAppKeys() appKeys {
 
 // decisionKeys are the operator's decisions on the selected call (SPEC §4).
 // They are enabled or disabled as the selection's state allows.
-type decisionKeys struct{ Query, Retry, Abandon, Mark, Note, Ack key.Binding }
+//
+// Compensate is K, not k: k is up (vi) on the list, the detail and the
+// dialogs, and a decision key is matched before a screen's own keys.
+type decisionKeys struct{ Query, Retry, Abandon, Mark, Note, Ack, Compensate key.Binding }
 
 func defaultDecisionKeys() decisionKeys {
 	return decisionKeys{
@@ -30,11 +33,13 @@ func defaultDecisionKeys() decisionKeys {
 		Mark:    key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "mark applied")),
 		Note:    key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "note")),
 		Ack:     key.NewBinding(key.WithKeys("A"), key.WithHelp("A", "acknowledge late settle")),
+		// issue 21: the policy's cancel_tool, a guarded write of its own.
+		Compensate: key.NewBinding(key.WithKeys("K"), key.WithHelp("K", "compensate")),
 	}
 }
 
 func (k decisionKeys) all() []key.Binding {
-	return []key.Binding{k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Ack}
+	return []key.Binding{k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Ack, k.Compensate}
 }
 
 // listKeys drive the calls screen.
@@ -201,6 +206,9 @@ func KeyTable() string {
 	l.Reconcile.SetHelp(l.Reconcile.Help().Key, "query the selected calls, 8 at a time, and group the findings")
 	add("calls", l.Up, l.Down, l.PageUp, l.PageDown, l.Top, l.Bottom, l.NextTab, l.PrevTab, l.Filter, l.Detail, l.NewCall, l.Tools, l.Late,
 		l.Pick, l.PickAll, l.Reconcile)
+	// Compensate's help is one word in the footer; the reference says what
+	// it sends.
+	l.Compensate.SetHelp(l.Compensate.Help().Key, "compensate: send the policy's cancel_tool for the call, a new write with its own key, after a dialog")
 	add("calls, detail", l.decisionKeys.all()...)
 	d := defaultDetailKeys()
 	// Result's help says what it switches to; the reference says both.

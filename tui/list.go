@@ -428,12 +428,12 @@ func (l *listScreen) ShortHelp() []key.Binding {
 		keys := strings.Join([]string{k.Query.Help().Key, k.Retry.Help().Key, k.Abandon.Help().Key, k.Mark.Help().Key, k.Note.Help().Key}, " ")
 		return []key.Binding{k.NewCall, k.NextTab, k.Late, l.dimmed(k.Query, keys, "need a call")}
 	}
-	return []key.Binding{k.Ack, k.Query, k.Retry, k.Abandon, k.Mark, k.Pick, k.Note, k.Detail, k.NewCall, k.NextTab, k.Late}
+	return []key.Binding{k.Ack, k.Query, k.Retry, k.Abandon, k.Mark, k.Compensate, k.Pick, k.Note, k.Detail, k.NewCall, k.NextTab, k.Late}
 }
 
 func (l *listScreen) FullHelp() [][]key.Binding {
 	k := l.keys
-	decide := []key.Binding{k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Ack}
+	decide := []key.Binding{k.Query, k.Retry, k.Abandon, k.Mark, k.Note, k.Compensate, k.Ack}
 	if _, ok := l.Selected(); !ok { // shown dimmed, as they need a call
 		for i, b := range decide[:5] {
 			decide[i] = l.dimmed(b, b.Help().Key, b.Help().Desc)

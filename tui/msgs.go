@@ -99,6 +99,25 @@ type (
 		Result guard.Result
 		Err    error
 	}
+	// compensateCheckedMsg: call ID, as just read, and the cancels made of
+	// it so far (Call.CompensatedBy), for its compensate dialog.
+	compensateCheckedMsg struct {
+		ID      int64
+		Call    pending.Call
+		Cancels []pending.Call
+		Err     error
+	}
+	// compensatedMsg: the cancel of call ID (the policy's cancel_tool,
+	// CancelTool) has an outcome, in Result (Result.Call is the cancel),
+	// or was not made (Err).
+	compensatedMsg struct {
+		ID         int64
+		Tool       string
+		Key        string
+		CancelTool string
+		Result     guard.Result
+		Err        error
+	}
 	decidedMsg struct { // abandon, mark, note, ack
 		ID     int64
 		Tool   string

@@ -130,6 +130,66 @@ func (m *Model) onRetried(msg retriedMsg) tea.Cmd {
 	return tea.Batch(m.reloadAfter(msg.ID), m.readDemoOrders())
 }
 
+// onCompensated reports what the cancel of a call did: the cancel's own
+// call and state, and so whether the call is compensated. A cancel that
+// was not made says so, and that nothing was sent.
+func (m *Model) onCompensated(msg compensatedMsg) tea.Cmd {
+	delete(m.compensating, msg.ID)
+	if m.quitting && !m.writeInFlight() {
+		return tea.Quit
+	}
+	m.dropQuitDialog()
+	res, cancel := msg.Result, displayName(msg.CancelTool)
+	var (
+		held        *guard.HeldError
+		ser         *guard.ServerMismatchError
+		notRecorded *guard.OutcomeNotRecordedError
+	)
+	switch {
+	case errors.As(msg.Err, &ser):
+		where := fmt.Sprintf("server %q", clean(ser.Recorded))
+		if ser.RecordedIdentity != "" {
+			where = trunc(clean(ser.RecordedIdentity), 48)
+		}
+		m.setMessage(fmt.Sprintf("not sent: call %d was made on %s; compensate it from a console on that server", msg.ID, where), true)
+	case errors.As(msg.Err, &held):
+		m.setMessage(fmt.Sprintf("held, nothing sent: an identical cancel (call %d) is %s; decide it first. Call %d is not compensated by this", held.CallID, stateWord(held.State), msg.ID), true)
+	case errors.As(msg.Err, &notRecorded):
+		// It went out: never say "not sent" of it.
+		m.setMessage(fmt.Sprintf("call %d (%s) was sent to compensate call %d, but the journal could not record how it ended: outcome unknown, NOT resent; fix the journal, it shows as unknown after a restart",
+			notRecorded.CallID, cancel, msg.ID), true)
+	case msg.Err != nil && res.Call.ID == 0 || msg.Err != nil && res.Call.ID == msg.ID:
+		m.setMessage(fmt.Sprintf("call %d was not compensated, nothing was sent: %s", msg.ID, errLine(msg.Err)), true)
+	case msg.Err != nil:
+		m.setMessage(fmt.Sprintf("call %d (%s) to compensate call %d: %s", res.Call.ID, cancel, msg.ID, errLine(msg.Err)), true)
+	default:
+		who := fmt.Sprintf("call %d (%s)", res.Call.ID, cancel)
+		switch res.State {
+		case pending.StateSucceeded:
+			extra := ""
+			if res.Replayed {
+				extra = " (replayed: the server had done this cancel already)"
+			}
+			m.setMessage(fmt.Sprintf("%s succeeded: call %d is compensated%s", who, msg.ID, extra), false)
+		case pending.StateUnknown:
+			m.setMessage(fmt.Sprintf("%s unknown (%s): whether call %d is compensated is not known; the cancel is in the unknown list, NOT resent", who, clean(res.Call.Reason), msg.ID), false)
+			m.messageWarn = true
+		default:
+			// The server's own words first: they say why (no such order,
+			// already cancelled).
+			why := trunc(clean(resultText(res.Result, partText)), 100)
+			if why == "" {
+				why = rpcErrorText(res.Error)
+			}
+			if why == "" {
+				why = clean(res.Call.Reason)
+			}
+			m.setMessage(fmt.Sprintf("%s %s: %s; call %d is not compensated", who, stateWord(res.State), why, msg.ID), true)
+		}
+	}
+	return tea.Batch(m.reloadAfter(msg.ID), m.readDemoOrders())
+}
+
 // serverMismatchLine says that a query or retry was refused because the
 // call was made on another server, and what to run instead: the CLI goes
 // to the call's own server when none is given.
