@@ -539,3 +539,35 @@ func firstRunOnly(t testing.TB) {
 		t.Skip("runs once, on the first run")
 	}
 }
+
+// Filter.Server matches a call by its name in the host config or by the
+// name its server declared, and by nothing else.
+func TestListFilterByServer(t *testing.T) {
+	ctx := context.Background()
+	j := openTest(t, "")
+	mk := func(server, alias, args string) int64 {
+		in := intent("create_order", args)
+		in.Server, in.ServerAlias = server, alias
+		c, err := j.RecordIntent(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.ID
+	}
+	a := mk("demo", "shop", `{"n":1}`)
+	b := mk("demo", "", `{"n":2}`)
+	c := mk("everything", "ev", `{"n":3}`)
+	for name, want := range map[string][]int64{"shop": {a}, "demo": {a, b}, "ev": {c}, "everything": {c}, "create_order": nil} {
+		got, err := j.List(ctx, Filter{Server: name, OldestFirst: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		for _, g := range got {
+			ids = append(ids, g.ID)
+		}
+		if fmt.Sprint(ids) != fmt.Sprint(want) {
+			t.Errorf("server %q: calls %v, want %v", name, ids, want)
+		}
+	}
+}

@@ -270,10 +270,13 @@ func decisionsOf(ctx context.Context, q querier, id int64) ([]Decision, error) {
 
 // Filter selects calls for List.
 type Filter struct {
-	States      []State // empty: all
-	Tool        string  // empty: all
-	OldestFirst bool    // default newest first
-	Limit       int     // 0: no limit
+	States []State // empty: all
+	Tool   string  // empty: all
+	// Server is a server's name as the call recorded it: its name in the
+	// host config (ServerAlias) or the name it declared (Server); empty: all.
+	Server      string
+	OldestFirst bool // default newest first
+	Limit       int  // 0: no limit
 	// After continues a listing from the last call of the previous page
 	// (keyset pagination: constant cost however deep the page).
 	After *Call
@@ -294,6 +297,10 @@ func (j *Journal) List(ctx context.Context, f Filter) ([]Call, error) {
 	if f.Tool != "" {
 		where = append(where, "tool = ?")
 		args = append(args, f.Tool)
+	}
+	if f.Server != "" {
+		where = append(where, "(server_alias = ? OR server = ?)")
+		args = append(args, f.Server, f.Server)
 	}
 	order := "created_at DESC, id DESC"
 	if f.OldestFirst {
