@@ -84,6 +84,24 @@ type ServerStatus interface {
 	State() mcpclient.SessionState
 }
 
+// Servers is a console over several servers (mcp-confirm --config FILE
+// without --server, or a journal's own servers). Options.Engine then sends
+// each call's query, retry and other decisions to the server that call was
+// made on (never another); a new call goes to the server picked for it
+// first; the status bar shows each server's state.
+type Servers interface {
+	// Names are the servers a new call can be made on, in the order shown:
+	// their names in the host config (or the journal's aliases).
+	Names() []string
+	// Engine is the named server's engine (one of Names), whose session
+	// starts on first use: its tools and the new calls made on it. nil for
+	// a name it does not know.
+	Engine(name string) Engine
+	// Status is the named server's session, for the status bar; nil for a
+	// name it does not know.
+	Status(name string) ServerStatus
+}
+
 // Options wire the console to an engine.
 type Options struct {
 	// Context ends guarded calls the console started when it is cancelled.
@@ -91,6 +109,9 @@ type Options struct {
 	Journal Journal
 	Engine  Engine
 	Server  ServerStatus
+	// Servers, when set, makes this a console over several servers; Server
+	// is then unused and Engine routes each call to its own server.
+	Servers Servers
 	Policy  *guard.Policy // for the query a decision runs; nil: none configured
 	// Watch signals journal changes (guard.Watch); nil: no live updates.
 	Watch <-chan struct{}
@@ -150,10 +171,14 @@ const (
 
 // shared is the state every screen reads; only the root writes it.
 type shared struct {
-	opts        Options
-	st          *Styles
-	now         time.Time
-	server      serverSnap
+	opts    Options
+	st      *Styles
+	now     time.Time
+	server  serverSnap
+	servers []serverSnap // each server's, over several (Options.Servers)
+	// picked is the server whose tools are listed and new calls go to,
+	// over several servers; "" before one is picked.
+	picked      string
 	counts      map[pending.State]int
 	tools       []toolInfo
 	toolsErr    error
@@ -172,6 +197,34 @@ type shared struct {
 	// bodyH is the height under the bars (Model.bodyHeight), where a
 	// dialog is drawn: a dialog with a list sizes it to fit.
 	bodyH int
+}
+
+// multi: a console over several servers (Options.Servers).
+func (sh *shared) multi() bool { return sh.opts.Servers != nil }
+
+// newCallEngine is the engine new calls and the tools list go to: the one
+// server's, or the picked server's (nil before one is picked).
+func (sh *shared) newCallEngine() Engine {
+	if !sh.multi() {
+		return sh.opts.Engine
+	}
+	if sh.picked == "" {
+		return nil
+	}
+	return sh.opts.Servers.Engine(sh.picked)
+}
+
+// listTools lists the tools of the server new calls go to, which starts
+// it; over several servers, nothing until one is picked.
+func (sh *shared) listTools() tea.Cmd {
+	return listToolsCmd(sh.picked, sh.newCallEngine(), sh.opts.Policy)
+}
+
+// pick makes name the server the tools list and new calls are for.
+func (sh *shared) pick(name string) tea.Cmd {
+	sh.picked = name
+	sh.tools, sh.toolsErr, sh.toolsLoaded, sh.policyProblems = nil, nil, false, nil
+	return sh.listTools()
 }
 
 // writeClock is the idle clock the guard runs on a write of tool, as the
@@ -294,9 +347,9 @@ func (m Model) Init() tea.Cmd {
 	return tea.Batch(
 		m.list.reload(anchorStart),
 		late,
-		listToolsCmd(m.sh.opts.Engine, m.sh.opts.Policy),
-		nowCmd(m.sh.opts.Now, m.sh.opts.Server),
-		tickCmd(m.sh.opts.Tick, m.sh.opts.Now, m.sh.opts.Server),
+		m.sh.listTools(),
+		nowCmd(m.sh.opts),
+		tickCmd(m.sh.opts.Tick, m.sh.opts),
 		watchCmd(m.sh.opts.Watch),
 	)
 }
@@ -447,6 +500,9 @@ func (m *Model) appMsg(msg tea.Msg) (tea.Cmd, bool) {
 		m.syncBindings()
 		return cmd, true
 	case toolsLoadedMsg:
+		if msg.Server != m.sh.picked {
+			return nil, true // the tools of a server picked before this one
+		}
 		m.sh.tools, m.sh.toolsErr, m.sh.toolsLoaded = msg.Tools, msg.Err, msg.Err == nil
 		if msg.Err == nil {
 			m.sh.policyProblems = msg.PolicyProblems
@@ -528,7 +584,7 @@ func (m *Model) show(s screenID, tool string) tea.Cmd {
 	case screenTools:
 		var cmd tea.Cmd
 		if !m.sh.toolsLoaded {
-			cmd = listToolsCmd(m.sh.opts.Engine, m.sh.opts.Policy)
+			cmd = m.sh.listTools()
 		}
 		m.tools.open(tool == "call")
 		return cmd

@@ -248,6 +248,9 @@ func (m Model) statusBar() string {
 	if srv.Session > 0 {
 		server += fmt.Sprintf(" · session %d", srv.Session)
 	}
+	if m.sh.multi() {
+		server = m.serversStatus()
+	}
 	c := m.sh.counts
 	counts := fmt.Sprintf("%d unknown", c[pending.StateUnknown])
 	if n := c[pending.StateInFlight]; n > 0 {
@@ -271,6 +274,20 @@ func (m Model) statusBar() string {
 		line += " │ " + path
 	}
 	return st.StatusBar.Render(pad(line, m.w))
+}
+
+// serversStatus is the status bar's part for several servers: how many,
+// then each one's name and state, as many as fit a third of the bar.
+func (m Model) serversStatus() string {
+	parts := make([]string, 0, len(m.sh.servers))
+	for _, s := range m.sh.servers {
+		state := serverState(s)
+		if s.Session > 1 {
+			state += fmt.Sprintf(" (session %d)", s.Session) // it was restarted
+		}
+		parts = append(parts, displayName(s.Name)+" "+state)
+	}
+	return trunc(fmt.Sprintf(" %d servers: %s", len(parts), strings.Join(parts, " · ")), max(20, m.w/2))
 }
 
 // fitHeight pads or cuts a block to exactly h lines of at most w cells.

@@ -27,13 +27,26 @@ const (
 
 // tickCmd is the console's clock: one tick after every d, with the time
 // from the injected clock and the server's state.
-func tickCmd(d time.Duration, now func() time.Time, srv ServerStatus) tea.Cmd {
-	return tea.Tick(d, func(time.Time) tea.Msg { return tickMsg{Now: now(), Server: snapServer(srv)} })
+func tickCmd(d time.Duration, o Options) tea.Cmd {
+	return tea.Tick(d, func(time.Time) tea.Msg { return snapTick(o) })
 }
 
 // nowCmd reads the clock and the server state at once (the first frame).
-func nowCmd(now func() time.Time, srv ServerStatus) tea.Cmd {
-	return func() tea.Msg { return tickMsg{Now: now(), Server: snapServer(srv)} }
+func nowCmd(o Options) tea.Cmd {
+	return func() tea.Msg { return snapTick(o) }
+}
+
+// snapTick is the time and the state of the server, or of each server.
+func snapTick(o Options) tickMsg {
+	t := tickMsg{Now: o.Now(), Server: snapServer(o.Server)}
+	if o.Servers != nil {
+		for _, name := range o.Servers.Names() {
+			s := snapServer(o.Servers.Status(name))
+			s.Name = name // the config's name: the one the picker and / use
+			t.Servers = append(t.Servers, s)
+		}
+	}
+	return t
 }
 
 func snapServer(srv ServerStatus) serverSnap {
@@ -56,7 +69,13 @@ const (
 type listQuery struct {
 	States      []pending.State
 	Tool        string
+	Server      string // pending.Filter.Server
 	OldestFirst bool
+}
+
+// filter is q as the journal reads it.
+func (q listQuery) filter() pending.Filter {
+	return pending.Filter{States: q.States, Tool: q.Tool, Server: q.Server, OldestFirst: q.OldestFirst}
 }
 
 // loadWindowCmd reads one window of the list with keyset paging: up to
@@ -67,8 +86,8 @@ func loadWindowCmd(j Journal, gen int, q listQuery, kind anchorKind, anchor pend
 		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 		defer cancel()
 		msg := windowLoadedMsg{Gen: gen, SelectID: selectID}
-		fwd := pending.Filter{States: q.States, Tool: q.Tool, OldestFirst: q.OldestFirst}
-		back := pending.Filter{States: q.States, Tool: q.Tool, OldestFirst: !q.OldestFirst}
+		fwd, back := q.filter(), q.filter()
+		back.OldestFirst = !q.OldestFirst
 		var err error
 		switch kind {
 		case anchorStart:
@@ -202,13 +221,16 @@ func loadCallCmd(j Journal, id int64) tea.Cmd {
 
 // listToolsCmd starts the server if needed and lists its tools, and checks
 // the policy against them (guard.Policy.Check; p may be nil).
-func listToolsCmd(e Engine, p *guard.Policy) tea.Cmd {
+func listToolsCmd(server string, e Engine, p *guard.Policy) tea.Cmd {
+	if e == nil {
+		return nil
+	}
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), toolsTimeout)
 		defer cancel()
 		tools, err := e.ListTools(ctx)
 		if err != nil {
-			return toolsLoadedMsg{Err: err}
+			return toolsLoadedMsg{Server: server, Err: err}
 		}
 		out := make([]toolInfo, 0, len(tools))
 		for _, t := range tools {
@@ -220,7 +242,7 @@ func listToolsCmd(e Engine, p *guard.Policy) tea.Cmd {
 		for _, pp := range p.Check(tools) {
 			problems = append(problems, clean(pp.String()))
 		}
-		return toolsLoadedMsg{Tools: out, PolicyProblems: problems}
+		return toolsLoadedMsg{Server: server, Tools: out, PolicyProblems: problems}
 	}
 }
 
@@ -359,7 +381,9 @@ func pickAllCmd(j Journal, q listQuery) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 		defer cancel()
-		calls, err := j.List(ctx, pending.Filter{States: q.States, Tool: q.Tool, OldestFirst: q.OldestFirst, Limit: maxPickAll + 1})
+		f := q.filter()
+		f.Limit = maxPickAll + 1
+		calls, err := j.List(ctx, f)
 		capped := len(calls) > maxPickAll
 		if capped {
 			calls = calls[:maxPickAll]

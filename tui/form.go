@@ -186,7 +186,7 @@ func (f *formScreen) send() tea.Cmd {
 	ch := make(chan progressMsg, 1)
 	f.progressCh = ch
 	req := guard.Request{Tool: f.tool.Tool.Name, Args: args}
-	return tea.Batch(callCmd(f.sh.opts.Context, f.sh.opts.Engine, f.run, req, ch), listenProgressCmd(f.run, ch), f.spin.Tick)
+	return tea.Batch(callCmd(f.sh.opts.Context, f.sh.newCallEngine(), f.run, req, ch), listenProgressCmd(f.run, ch), f.spin.Tick)
 }
 
 // onDone records a finished call; the root decides what the operator sees.

@@ -75,10 +75,40 @@ type listScreen struct {
 
 type cachedRow struct{ key, out string }
 
+// parseFilter reads the list's filter text (/): words of the form
+// server:NAME name the server, tool:NAME or a bare word the tool; both must
+// match exactly. The last of each kind counts.
+func parseFilter(text string) (tool, server string) {
+	for _, w := range strings.Fields(text) {
+		switch {
+		case strings.HasPrefix(w, "server:"):
+			server = strings.TrimPrefix(w, "server:")
+		case strings.HasPrefix(w, "tool:"):
+			tool = strings.TrimPrefix(w, "tool:")
+		default:
+			tool = w
+		}
+	}
+	return tool, server
+}
+
+// filterText says what the filter keeps, as the list's banner shows it.
+func filterText(text string) string {
+	tool, server := parseFilter(text)
+	var parts []string
+	if tool != "" {
+		parts = append(parts, "tool = "+displayName(tool))
+	}
+	if server != "" {
+		parts = append(parts, "server = "+displayName(server))
+	}
+	return strings.Join(parts, ", ")
+}
+
 func newListScreen(sh *shared) *listScreen {
 	ti := textinput.New()
-	ti.Prompt = "tool: "
-	ti.Placeholder = "exact tool name, enter to apply, esc to clear"
+	ti.Prompt = "filter: "
+	ti.Placeholder = "a tool name, server:NAME, or both; enter to apply, esc to clear"
 	ti.CharLimit = 200
 	ti.Cursor.SetMode(cursor.CursorStatic)
 	return &listScreen{sh: sh, keys: defaultListKeys(), filter: ti, fkeys: defaultFilterKeys(), cnt: map[pending.State]int{},
@@ -105,7 +135,8 @@ func (l *listScreen) page() int {
 
 func (l *listScreen) query() listQuery {
 	t := tabs[l.tab]
-	q := listQuery{Tool: l.tool, OldestFirst: t.OldestFirst}
+	tool, server := parseFilter(l.tool)
+	q := listQuery{Tool: tool, Server: server, OldestFirst: t.OldestFirst}
 	if t.State != "" {
 		q.States = []pending.State{t.State}
 	}
@@ -154,7 +185,8 @@ func (l *listScreen) showCall(st pending.State, c pending.Call) tea.Cmd {
 // jumpTo selects a call in its state's tab, clearing a tool filter that
 // would hide it.
 func (l *listScreen) jumpTo(c pending.Call) tea.Cmd {
-	if l.tool != "" && l.tool != c.Tool {
+	if tool, server := parseFilter(l.tool); (tool != "" && tool != c.Tool) ||
+		(server != "" && server != c.ServerAlias && server != c.Server) {
 		l.tool = ""
 	}
 	return l.showCall(c.State, c)
@@ -465,7 +497,7 @@ func (l *listScreen) View() string {
 		b.WriteString(l.filter.View())
 		b.WriteByte('\n')
 	} else if l.tool != "" {
-		b.WriteString(st.Info.Render(trunc(fmt.Sprintf("filter: tool = %s   (/ to change, esc in the filter clears it)", displayName(l.tool)), l.w)))
+		b.WriteString(st.Info.Render(trunc("filter: "+filterText(l.tool)+"   (/ to change, esc in the filter clears it)", l.w)))
 		b.WriteByte('\n')
 	}
 	cols := l.columns()

@@ -16,8 +16,9 @@ import (
 // tickMsg is the clock: ages and the in-flight timer come from it, and it
 // carries a snapshot of the server's state for the status bar.
 type tickMsg struct {
-	Now    time.Time
-	Server serverSnap
+	Now     time.Time
+	Server  serverSnap
+	Servers []serverSnap // a console over several servers (Options.Servers)
 }
 
 // serverSnap is what the status bar shows of the server.
@@ -62,6 +63,7 @@ type callLoadedMsg struct {
 // in the policy will not apply to them (guard.Policy.Check, one sanitised
 // line each).
 type toolsLoadedMsg struct {
+	Server         string // the server picked (Options.Servers); "" for the one server
 	Tools          []toolInfo
 	PolicyProblems []string
 	Err            error

@@ -94,7 +94,7 @@ func TestPolicyBannerFollowsTheToolsListed(t *testing.T) {
 
 	e.srv.tools = append(e.srv.tools, e.srv.tools[1]) // a tool named refund appears
 	e.srv.tools[len(e.srv.tools)-1].Name = "refund"
-	m = settle(t, m, listToolsCmd(m.sh.opts.Engine, m.sh.opts.Policy))
+	m = settle(t, m, listToolsCmd("", m.sh.opts.Engine, m.sh.opts.Policy))
 	if v := m.View(); strings.Contains(v, "⚠ policy") {
 		t.Errorf("the banner stays after the server lists refund:\n%s", v)
 	}

@@ -17,9 +17,9 @@ import (
 )
 
 func (m *Model) onTick(t tickMsg) tea.Cmd {
-	m.sh.now, m.sh.server = t.Now, t.Server
+	m.sh.now, m.sh.server, m.sh.servers = t.Now, t.Server, t.Servers
 	m.detail.refresh()
-	return tickCmd(m.sh.opts.Tick, m.sh.opts.Now, m.sh.opts.Server)
+	return tickCmd(m.sh.opts.Tick, m.sh.opts)
 }
 
 // onJournalChanged reloads what is on screen and waits for the next change.

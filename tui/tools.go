@@ -8,6 +8,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 	"github.com/mcp-confirm/mcp-confirm/pending"
 )
 
@@ -17,6 +18,7 @@ type toolsScreen struct {
 	sh          *shared
 	keys        toolsKeys
 	sc          scroller // the selected and first visible tools
+	ssc         scroller // the selected server, over several (serverPicker)
 	pickForCall bool     // opened by c: the title says to pick a tool
 	w, h        int
 }
@@ -25,7 +27,14 @@ func newToolsScreen(sh *shared) *toolsScreen {
 	return &toolsScreen{sh: sh, keys: defaultToolsKeys()}
 }
 
+// pickingServer: over several servers, none is picked yet, so the screen
+// lists the servers; enter picks one and lists its tools.
+func (t *toolsScreen) pickingServer() bool { return t.sh.multi() && t.sh.picked == "" }
+
 func (t *toolsScreen) Title() string {
+	if t.pickingServer() {
+		return "new call: pick a server"
+	}
 	if t.pickForCall {
 		return "new call: pick a tool"
 	}
@@ -62,8 +71,15 @@ func (t *toolsScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
 	if !ok {
 		return t, nil
 	}
+	if t.pickingServer() {
+		return t, t.updatePicker(k)
+	}
 	n := len(t.sh.tools)
 	switch {
+	case key.Matches(k, t.keys.Back) && t.sh.multi():
+		// Back to the servers, to pick another.
+		t.sh.picked = ""
+		return t, nil
 	case key.Matches(k, t.keys.Down):
 		t.sc.move(1, n, t.page())
 	case key.Matches(k, t.keys.Up):
@@ -76,7 +92,76 @@ func (t *toolsScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
 	return t, nil
 }
 
+// updatePicker moves over the servers, and picks one with enter.
+func (t *toolsScreen) updatePicker(k tea.KeyMsg) tea.Cmd {
+	names := t.sh.opts.Servers.Names()
+	n := len(names)
+	switch {
+	case key.Matches(k, t.keys.Down):
+		t.ssc.move(1, n, t.page())
+	case key.Matches(k, t.keys.Up):
+		t.ssc.move(-1, n, t.page())
+	case key.Matches(k, t.keys.Select) && n > 0:
+		t.ssc.clamp(n, t.page())
+		t.sc = scroller{}
+		return t.sh.pick(names[t.ssc.cur])
+	case key.Matches(k, t.keys.Back):
+		return showScreen(screenList, "")
+	}
+	return nil
+}
+
+// serverState is a server's state as the picker and status bar say it.
+func serverState(s serverSnap) string {
+	switch s.State {
+	case "", mcpclient.StateNew:
+		return "not started"
+	case mcpclient.StateStarting:
+		return "starting"
+	}
+	return string(s.State)
+}
+
+// pickerView lists the servers, each with its state and session.
+func (t *toolsScreen) pickerView() string {
+	st := t.sh.st
+	names := t.sh.opts.Servers.Names()
+	var b strings.Builder
+	b.WriteString(st.Subtle.Render(trunc(fmt.Sprintf("Pick the server for the new call (enter): %d servers. Each starts when first used.", len(names)), t.w)) + "\n\n")
+	if len(names) == 0 {
+		return b.String() + st.Subtle.Render("no servers to call")
+	}
+	t.ssc.clamp(len(names), t.page())
+	state := map[string]serverSnap{}
+	for _, s := range t.sh.servers {
+		state[s.Name] = s
+	}
+	nameW := 4
+	for _, n := range names {
+		nameW = max(nameW, min(24, ansi.StringWidth(displayName(n))))
+	}
+	top, end := t.ssc.window(len(names), t.page())
+	for i := top; i < end; i++ {
+		marker, rs := "  ", st.Row.Normal
+		if i == t.ssc.cur {
+			marker, rs = GlyphSelected+" ", st.Row.Selected
+		}
+		s := state[names[i]]
+		info := serverState(s)
+		if s.Session > 0 {
+			info += fmt.Sprintf(" · session %d", s.Session)
+		}
+		line := rs.Render(marker+pad(displayName(names[i]), nameW)+"  ") + st.Faint.Render(info)
+		b.WriteString(trunc(line, t.w) + "\n")
+	}
+	return b.String()
+}
+
 func (t *toolsScreen) ShortHelp() []key.Binding {
+	if t.pickingServer() {
+		pick := key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "pick"))
+		return []key.Binding{t.keys.Up, t.keys.Down, pick, t.keys.Back}
+	}
 	return []key.Binding{t.keys.Up, t.keys.Down, t.keys.Select, t.keys.Back}
 }
 
@@ -92,8 +177,14 @@ func kindBadge(st *Styles, k pending.Kind) string {
 
 func (t *toolsScreen) View() string {
 	st := t.sh.st
+	if t.pickingServer() {
+		return t.pickerView()
+	}
 	var b strings.Builder
 	name := displayName(t.sh.server.Name)
+	if t.sh.multi() {
+		name = displayName(t.sh.picked)
+	}
 	if name == "" {
 		name = "the server"
 	}
@@ -109,6 +200,9 @@ func (t *toolsScreen) View() string {
 	head := fmt.Sprintf("%d tools on %s", len(t.sh.tools), name)
 	if t.pickForCall {
 		head = "Pick the tool to call (enter). Writes get an idempotency key and a journal entry before they are sent."
+		if t.sh.multi() {
+			head = "Pick the tool to call on " + name + " (enter; esc: another server). Writes get a key and a journal entry first."
+		}
 	}
 	b.WriteString(st.Subtle.Render(trunc(head, t.w)) + "\n\n")
 	nameW := 4
