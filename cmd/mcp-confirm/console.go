@@ -14,6 +14,8 @@ import (
 
 	"github.com/mcp-confirm/mcp-confirm/guard"
 	"github.com/mcp-confirm/mcp-confirm/metrics"
+	"github.com/mcp-confirm/mcp-confirm/notify"
+	"github.com/mcp-confirm/mcp-confirm/pending"
 	"github.com/mcp-confirm/mcp-confirm/tui"
 )
 
@@ -56,22 +58,57 @@ func runConsole(ctx context.Context, e *env, g *globalOpts) int {
 	}
 	// The metrics are made before the engine, so that its guard tells them
 	// of every call; they read the engine's server and journal at scrape.
+	// Over several servers there is no one server to name: the server
+	// label is empty, and the sessions are those of all of them.
 	var m *metrics.Metrics
 	var en *engine
+	var fl *fleet
 	if cf.metrics != "" {
 		m = metrics.New(metrics.Options{
-			Server:   func() string { return en.client.ServerInfo().Name },
-			Sessions: func() int { return en.client.Session() },
+			Server: func() string {
+				if fl != nil {
+					return ""
+				}
+				return en.client.ServerInfo().Name
+			},
+			Sessions: func() int {
+				if fl != nil {
+					return fl.sessionsStarted()
+				}
+				return en.client.Session()
+			},
 		})
 		g.observe = m.ObserveCall
 	}
-	en, code := openEngine(ctx, e, g, "console", 0)
-	if en == nil {
+	var code int
+	if !demo && allServers(e, g) {
+		fl, en, code = openFleet(ctx, e, g)
+	} else {
+		en, code = openEngine(ctx, e, g, "console", 0)
+	}
+	if fl == nil && en == nil {
 		return code
 	}
-	defer en.close()
+	opts := tui.Options{
+		Demo:         demo,
+		WriteTimeout: g.timeout, // 0: the policy's clock for each tool, else the default
+		Home:         e.getenv("HOME"),
+		Concurrency:  cf.concurrency,
+	}
+	var j *pending.Journal
+	var notifier *notify.Notifier // told of the calls a watch finds recovered; nil: none
+	if fl != nil {
+		defer fl.close()
+		j, notifier = fl.journal, fl.sessions.notifier
+		opts.Engine, opts.Servers, opts.Policy = fl, fl, fl.policy
+	} else {
+		defer en.close()
+		j, notifier = en.journal, en.notifier
+		opts.Engine, opts.Server, opts.Policy = en.guard, en.client, en.policy
+	}
+	opts.Journal = j
 	if m != nil {
-		m.SetJournal(en.journal)
+		m.SetJournal(j)
 		mctx, stop := context.WithCancel(ctx)
 		defer stop()
 		// The console owns the terminal: the server's log lines go to
@@ -83,22 +120,12 @@ func runConsole(ctx context.Context, e *env, g *globalOpts) int {
 		}
 		fmt.Fprintf(e.stderr, "mcp-confirm: metrics at %s\n", url)
 	}
-	var policy *guard.Policy
-	if g.policy != "" {
-		policy, _ = guard.LoadPolicy(g.policy) // openEngine has read it already
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	opts := tui.Options{
-		Context: ctx, Journal: en.journal, Engine: en.guard, Server: en.client, Policy: policy,
-		Watch: guard.Watch(ctx, en.journal, 250*time.Millisecond, 5*time.Second, func(ids []int64) {
-			en.notifier.Recovered(ctx, en.journal, ids) // nil notifier: nothing
-		}),
-		Demo:         demo,
-		WriteTimeout: g.timeout, // 0: the policy's clock for each tool, else the default
-		Home:         e.getenv("HOME"),
-		Concurrency:  cf.concurrency,
-	}
+	opts.Context = ctx
+	opts.Watch = guard.Watch(ctx, j, 250*time.Millisecond, 5*time.Second, func(ids []int64) {
+		notifier.Recovered(ctx, j, ids) // nil notifier: nothing
+	})
 	if demo {
 		opts.Prefill = map[string]map[string]any{
 			"create_order": {"item": "widget", "quantity": 2, "buyer": "alice"},

@@ -126,8 +126,8 @@ func runReconcile(ctx context.Context, e *env, g *globalOpts, f reconcileFlags, 
 		}
 	}
 	start := time.Now()
-	r := &reconciler{e: e, j: j, policy: policy, engines: map[string]*serverSession{}}
-	defer r.close()
+	r := &reconciler{policy: policy, servers: newServerSessions(e, j, policy, 0, nil)}
+	defer r.servers.close()
 	var progress func(done, total int, counts map[guard.Finding]int)
 	if writesToTerminal(e.stderr) {
 		progress = func(done, total int, counts map[guard.Finding]int) {
@@ -140,7 +140,7 @@ func runReconcile(ctx context.Context, e *env, g *globalOpts, f reconcileFlags, 
 		}
 	}
 	lines := r.run(ctx, selected, f.concurrency, guard.ReconcileOptions{ApplyFound: f.applyFound}, progress)
-	sum := reconcileSummary{Calls: len(lines), Proposals: map[guard.Finding]int{}, Servers: len(r.engines),
+	sum := reconcileSummary{Calls: len(lines), Proposals: map[guard.Finding]int{}, Servers: r.servers.count(),
 		Seconds: time.Since(start).Seconds()}
 	for _, f := range guard.Findings {
 		sum.Proposals[f] = 0
@@ -215,69 +215,25 @@ func writesToTerminal(w io.Writer) bool {
 // reconciler queries calls on their own servers: one session per distinct
 // server, started on first use and shared by that server's queries.
 type reconciler struct {
-	e       *env // for the stored OAuth logins of remote servers (withLogins)
-	j       *pending.Journal
 	policy  *guard.Policy
-	mu      sync.Mutex // guards engines
-	engines map[string]*serverSession
-}
-
-// serverSession is one server's session and guard, started once.
-type serverSession struct {
-	en    *engine
-	once  sync.Once
-	start error // why the server could not be started, if it could not
-}
-
-// hasQuery: the policy names a query_tool for tool.
-func (r *reconciler) hasQuery(tool string) bool {
-	return r.policy != nil && r.policy.Tools[tool].QueryTool != ""
-}
-
-func (r *reconciler) close() {
-	for _, s := range r.engines {
-		if s.en != nil {
-			s.en.client.Close()
-		}
-	}
+	servers *serverSessions
 }
 
 // sessionFor is the session of c's own server, or why there is none.
 func (r *reconciler) sessionFor(ctx context.Context, c pending.Call) (*serverSession, error) {
-	id, ok := guard.ParseServerIdentity(c.ServerIdentity)
-	if !ok {
-		_, err := callServer(c) // says why, and what to do
+	s, err := r.servers.forCall(c)
+	if err != nil {
 		return nil, err
 	}
-	id.Dir = "" // where to start it, not which server it is (ServerIdentity.Same)
-	key := string(id.JSON())
-	r.mu.Lock()
-	s := r.engines[key]
-	if s == nil {
-		s = &serverSession{}
-		if choice, err := callServer(c); err != nil {
-			s.start = err
-		} else {
-			if r.e != nil {
-				withLogins(r.e, &choice)
-			}
-			s.en, s.start = serverEngine(r.j, r.policy, choice, 0)
-		}
-		r.engines[key] = s
-	}
-	r.mu.Unlock()
-	if s.en == nil {
-		return nil, s.start
-	}
-	s.once.Do(func() {
+	s.ready.Do(func() {
 		// One tools/list before the queries fan out, and one start error
 		// for all of them: a server that cannot start is not started again
 		// for each of its calls.
 		if _, err := s.en.guard.ListTools(ctx); err != nil {
-			s.start = err
+			s.readyErr = err
 		}
 	})
-	return s, s.start
+	return s, s.readyErr
 }
 
 // keepers is how many answers reconcile may have waiting for the journal
@@ -308,10 +264,8 @@ func (r *reconciler) run(ctx context.Context, calls []pending.Call, n int, o gua
 			defer queries.Done()
 			for i := range next {
 				a := asked{i: i}
-				if !r.hasQuery(calls[i].Tool) {
-					// Said without starting its server.
-					a.res = guard.Reconciled{Call: calls[i], Finding: guard.FindingNoQuery,
-						Evidence: "no query_tool for " + termtext.Name(calls[i].Tool) + " in the policy"}
+				if !hasQuery(r.policy, calls[i].Tool) {
+					a.res = noQuery(calls[i]) // said without starting its server
 					answers <- a
 					continue
 				}

@@ -62,17 +62,24 @@ func serverSpec(e *env, g *globalOpts, demoDB string) (serverChoice, error) {
 	case g.server != "" && g.config == "":
 		return serverChoice{}, errors.New("--server needs --config FILE")
 	case g.config != "":
-		spec, err := mcpclient.LoadConfig(g.config, g.server)
-		if err != nil {
-			return serverChoice{}, err
-		}
-		abs, err := filepath.Abs(g.config)
-		if err != nil {
-			return serverChoice{}, err
-		}
-		return serverChoice{spec: spec, identity: guard.ServerIdentity{Config: abs, Server: g.server}, given: true}, nil
+		return configChoice(g.config, g.server)
 	}
 	return builtinDemo(demoDB)
+}
+
+// configChoice is server name of the host config file path, as a call
+// made on it records it: the console over all of a file's servers makes
+// each one's calls as 'call --config F --server N' would.
+func configChoice(path, name string) (serverChoice, error) {
+	spec, err := mcpclient.LoadConfig(path, name)
+	if err != nil {
+		return serverChoice{}, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return serverChoice{}, err
+	}
+	return serverChoice{spec: spec, identity: guard.ServerIdentity{Config: abs, Server: name}, given: true}, nil
 }
 
 func builtinDemo(demoDB string) (serverChoice, error) {
@@ -213,10 +220,13 @@ func (en *engine) close() {
 }
 
 // waitNotified waits, bounded, for the notifications of this command.
-func (en *engine) waitNotified() {
-	if en.notifier != nil {
+func (en *engine) waitNotified() { waitNotified(en.notifier) }
+
+// waitNotified waits, bounded, for n's deliveries under way; nil: none.
+func waitNotified(n *notify.Notifier) {
+	if n != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), notifyWait)
-		en.notifier.Wait(ctx)
+		n.Wait(ctx)
 		cancel()
 	}
 }
@@ -227,6 +237,21 @@ func (en *engine) waitNotified() {
 // used. Errors are printed; the returned code is the exit code when en is
 // nil.
 func openEngine(ctx context.Context, e *env, g *globalOpts, cmd string, forCall int64) (*engine, int) {
+	policy, code := readPolicy(e, g, cmd)
+	if code != exitOK {
+		return nil, code
+	}
+	j, code := openJournal(ctx, e, g)
+	if j == nil {
+		return nil, code
+	}
+	return engineOn(ctx, e, g, j, policy, cmd, forCall)
+}
+
+// readPolicy reads --policy (nil: none given) and checks --timeout, the
+// engine's flags that need no journal. Errors are printed; the code is the
+// exit code then.
+func readPolicy(e *env, g *globalOpts, cmd string) (*guard.Policy, int) {
 	var policy *guard.Policy
 	if g.policy != "" {
 		p, err := guard.LoadPolicy(g.policy)
@@ -240,10 +265,12 @@ func openEngine(ctx context.Context, e *env, g *globalOpts, cmd string, forCall 
 		fmt.Fprintf(e.stderr, "mcp-confirm %s: --timeout must be positive\nGive a duration like 30s.\n", cmd)
 		return nil, exitBadInput
 	}
-	j, code := openJournal(ctx, e, g)
-	if j == nil {
-		return nil, code
-	}
+	return policy, exitOK
+}
+
+// engineOn is openEngine on a journal already open, which it closes when
+// it fails.
+func engineOn(ctx context.Context, e *env, g *globalOpts, j *pending.Journal, policy *guard.Policy, cmd string, forCall int64) (*engine, int) {
 	demoDB := filepath.Join(journalDir(e, j), "demo-server.db")
 	choice, err := serverSpec(e, g, demoDB)
 	if err == nil && !choice.given && forCall != 0 {
@@ -277,8 +304,21 @@ func openEngine(ctx context.Context, e *env, g *globalOpts, cmd string, forCall 
 // The error is a server that cannot be reached at all (a malformed URL);
 // j is left open then.
 func serverEngine(j *pending.Journal, policy *guard.Policy, choice serverChoice, timeout time.Duration) (*engine, error) {
+	n := policyNotifier(policy)
+	en, err := engineWith(j, policy, choice, timeout, n)
+	if err == nil {
+		tellRecovered(n, j)
+	}
+	return en, err
+}
+
+// engineWith is serverEngine telling n (nil: no one) of its calls: the
+// engines of several servers on one journal share one notifier, so that
+// the calls the journal's open recovered are told of once, not once a
+// server. Its close is the caller's: closing its client, not j.
+func engineWith(j *pending.Journal, policy *guard.Policy, choice serverChoice, timeout time.Duration, n *notify.Notifier) (*engine, error) {
 	spec := choice.spec
-	en := &engine{journal: j, policy: policy}
+	en := &engine{journal: j, policy: policy, notifier: n}
 	var gd *guard.Guard
 	var listTimeout time.Duration
 	if policy != nil {
@@ -298,16 +338,27 @@ func serverEngine(j *pending.Journal, policy *guard.Policy, choice serverChoice,
 		return nil, err
 	}
 	opts := guard.Options{Policy: policy, ServerAlias: spec.Name, Server: choice.identity, WriteTimeout: timeout, Observe: choice.observe}
-	if policy != nil {
-		en.notifier = notify.New(policy.Notify, slog.New(slog.NewTextHandler(os.Stderr, nil)).With("from", "mcp-confirm notify"))
-		opts.Notify = en.notifier.Func(j.Path())
-		// Calls this open recovered (their process died sending them)
-		// became unknown here: tell of them as of any other.
-		en.notifier.Recovered(context.Background(), j, j.Recovered())
+	if n != nil {
+		opts.Notify = n.Func(j.Path())
 	}
 	gd = guard.New(j, en.client, opts)
 	en.guard = gd
 	return en, nil
+}
+
+// policyNotifier is the policy's [notify]; nil without a policy.
+func policyNotifier(policy *guard.Policy) *notify.Notifier {
+	if policy == nil {
+		return nil
+	}
+	return notify.New(policy.Notify, slog.New(slog.NewTextHandler(os.Stderr, nil)).With("from", "mcp-confirm notify"))
+}
+
+// tellRecovered tells n of the calls this open of j recovered (their
+// process died sending them): they became unknown here, and are told of as
+// any other. nil n: nothing.
+func tellRecovered(n *notify.Notifier, j *pending.Journal) {
+	n.Recovered(context.Background(), j, j.Recovered())
 }
 
 // ownServer is the server call id was made on.
