@@ -247,6 +247,26 @@ func (sh *shared) writeClock(tool string) time.Duration {
 	return guard.DefaultWriteTimeout
 }
 
+// listsToolsOf: the tools listed (sh.tools) are those of the server c was
+// made on. Over several servers they are the picked server's only.
+func (sh *shared) listsToolsOf(c pending.Call) bool {
+	if !sh.toolsLoaded || !sh.multi() {
+		return sh.toolsLoaded
+	}
+	return sh.picked != "" && (sh.picked == c.ServerAlias || (c.ServerAlias == "" && sh.picked == c.Server))
+}
+
+// toolOf is the tool name as the server c was made on lists it; false
+// when that server's tools are not the ones listed. Over several servers,
+// another server's tool of the same name says nothing about c's: its key
+// argument must not make a retry of c look safe.
+func (sh *shared) toolOf(c pending.Call, name string) (toolInfo, bool) {
+	if !sh.listsToolsOf(c) {
+		return toolInfo{}, false
+	}
+	return sh.tool(name)
+}
+
 func (sh *shared) tool(name string) (toolInfo, bool) {
 	for _, t := range sh.tools {
 		if t.Tool.Name == name {

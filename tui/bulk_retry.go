@@ -19,7 +19,7 @@ import (
 
 // retrySafe: a retry of c is known not to do it twice.
 func retrySafe(sh *shared, c pending.Call) bool {
-	t, ok := sh.tool(c.Tool)
+	t, ok := sh.toolOf(c, c.Tool)
 	return ok && t.KeyArg != "" && !keyRetentionPast(sh, c)
 }
 
@@ -74,7 +74,7 @@ func (m *Model) bulkRetryKey() tea.Cmd {
 	for i, c := range safe {
 		ids[i] = c.ID
 		if i < rows {
-			t, _ := m.sh.tool(c.Tool)
+			t, _ := m.sh.toolOf(c, c.Tool)
 			list.WriteString(fmt.Sprintf("  call %-5d %s %s  %s declares %s\n", c.ID, pad(displayName(c.Tool), 14), pad(keyTail(c.Key), 7), t.Name, clean(t.KeyArg)))
 		}
 	}

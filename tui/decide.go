@@ -144,7 +144,7 @@ func (m *Model) compensateReason(c pending.Call) string {
 	default:
 		return name + " cannot be compensated: " + errLine(err)
 	}
-	if !m.sh.toolsLoaded {
+	if !m.sh.listsToolsOf(c) {
 		return ""
 	}
 	switch t, listed := m.sh.tool(tool); {

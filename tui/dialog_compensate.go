@@ -31,7 +31,7 @@ func newCompensateDialog(sh *shared, id int, c pending.Call, earlier []pending.C
 	sent := spacedJSON(cleanJSON(raw, "")) // spaced, so it wraps between fields
 	keyGoes := "in _meta: the server's tools are not listed yet"
 	keyShort := ""
-	if t, ok := sh.tool(cancelTool); ok && t.KeyArg != "" {
+	if t, ok := sh.toolOf(c, cancelTool); ok && t.KeyArg != "" {
 		keyGoes = "sent as " + clean(t.KeyArg) + " (and in _meta)"
 		keyShort = " (as " + clean(t.KeyArg) + ")"
 	} else if ok {

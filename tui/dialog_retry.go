@@ -19,7 +19,7 @@ func newRetryDialog(sh *shared, id int, c pending.Call, proceed func(note string
 		st.Label.Render("attempts ") + fmt.Sprintf("%d so far; this is attempt %d", c.AttemptCount, c.AttemptCount+1) + "\n" +
 		st.Label.Render("age      ") + age(sh.now.Sub(c.CreatedAt)) + st.Label.Render("   state ") + stateWord(c.State) + reasonSuffix(c) + "\n" +
 		st.Label.Render("server   ") + displayName(c.Server)
-	t, known := sh.tool(c.Tool)
+	t, known := sh.toolOf(c, c.Tool)
 	var what string
 	typed := false
 	switch {

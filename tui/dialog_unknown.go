@@ -64,7 +64,7 @@ func newUnknownDialog(sh *shared, id int, c pending.Call) *unknownDialog {
 		{d.later, "", "decide later: it stays in the unknown list", "later"},
 	}
 	next := pending.ActionQuery
-	t, _ := sh.tool(c.Tool)
+	t, _ := sh.toolOf(c, c.Tool)
 	switch d.ev {
 	case evidenceFound:
 		next = pending.ActionMark

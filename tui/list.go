@@ -754,9 +754,9 @@ func lateLine(sh *shared, c pending.Call) string {
 // retrySafety says in a phrase whether a retry is known to be safe.
 func retrySafety(sh *shared, c pending.Call) string {
 	st := sh.st
-	t, ok := sh.tool(c.Tool)
+	t, ok := sh.toolOf(c, c.Tool)
 	switch {
-	case !ok && !sh.toolsLoaded:
+	case !ok && !sh.listsToolsOf(c):
 		return st.Faint.Render("unknown until the server lists its tools")
 	case !ok:
 		return st.Warn.Render("the server no longer lists " + displayName(c.Tool))

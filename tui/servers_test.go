@@ -7,6 +7,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/mcp-confirm/mcp-confirm/guard"
+	"github.com/mcp-confirm/mcp-confirm/pending"
 )
 
 // fakeServers is Options.Servers over named guards of one journal.
@@ -84,5 +85,37 @@ func TestParseFilter(t *testing.T) {
 		if tool != want[0] || server != want[1] {
 			t.Errorf("parseFilter(%q) = %q, %q; want %q, %q", in, tool, server, want[0], want[1])
 		}
+	}
+}
+
+// Over several servers, a call's retry is known safe only by the tools of
+// its own server: another server's tool of the same name, with a key
+// argument, says nothing about it.
+func TestRetrySafeOnlyByTheCallsOwnServer(t *testing.T) {
+	e := newEnv(t)
+	e.seed()
+	other := &fakeServer{name: "billing", tools: testTools(), answer: ordersAnswer, seen: map[string]int{}}
+	g2 := guard.New(e.j, other, guard.Options{Policy: e.policy, Operator: "ops"})
+	o := e.options()
+	o.Server = nil
+	o.Servers = fakeServers{names: []string{"orders-test", "billing"},
+		g: map[string]*guard.Guard{"orders-test": e.g, "billing": g2}, srv: map[string]*fakeServer{"orders-test": e.srv, "billing": other}}
+	m := New(o)
+	m = step(t, m, tea.WindowSizeMsg{Width: 160, Height: 40})
+	m = settle(t, m, m.Init())
+	c := e.find(pending.StateUnknown, "create_order")
+	if c.Server != "orders-test" {
+		t.Fatalf("seeded call on %q", c.Server)
+	}
+	m = settle(t, m, m.sh.pick("billing"))
+	if !m.sh.toolsLoaded {
+		t.Fatal("billing's tools not listed")
+	}
+	if retrySafe(m.sh, c) {
+		t.Error("billing's create_order key argument made a retry of a call on orders-test look safe")
+	}
+	m = settle(t, m, m.sh.pick("orders-test"))
+	if !retrySafe(m.sh, c) {
+		t.Error("with its own server's tools listed, the call's retry is not known safe")
 	}
 }
