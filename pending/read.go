@@ -23,7 +23,8 @@ func parseExportTime(s string) (time.Time, error) { return time.Parse(time.RFC33
 
 const callColumns = `id, state, reason, server, server_alias, server_identity, tool, kind, kind_source, key, args,
 	fingerprint, created_at, updated_at, conflict, conflict_note, proposal, owner, late_settled_at, acked_at, redacted_seals,
-	(SELECT count(*) FROM attempts a WHERE a.call_id = calls.id), coalesce(compensates, 0)`
+	(SELECT count(*) FROM attempts a WHERE a.call_id = calls.id), coalesce(compensates, 0),
+	coalesce((SELECT max(k.id) FROM calls k WHERE k.compensates = calls.id AND k.state IN ('succeeded', 'applied')), 0)`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -32,7 +33,7 @@ func scanCall(s scanner) (Call, error) {
 	var args, identity, created, updated, lateAt, ackedAt, seals string
 	if err := s.Scan(&c.ID, &c.State, &c.Reason, &c.Server, &c.ServerAlias, &identity, &c.Tool, &c.Kind, &c.KindSource,
 		&c.Key, &args, &c.Fingerprint, &created, &updated, &c.Conflict, &c.ConflictNote, &c.Proposal, &c.Owner,
-		&lateAt, &ackedAt, &seals, &c.AttemptCount, &c.Compensates); err != nil {
+		&lateAt, &ackedAt, &seals, &c.AttemptCount, &c.Compensates, &c.UndoneBy); err != nil {
 		return Call{}, err
 	}
 	c.RedactedSeals = strings.Fields(seals)

@@ -45,6 +45,10 @@ type Call struct {
 	// made to undo this one.
 	Compensates   int64   `json:"compensates,omitempty"`
 	CompensatedBy []int64 `json:"compensated_by,omitempty"`
+	// UndoneBy, filled by Get and List, is the newest call made to undo
+	// this one that succeeded or was marked applied: the call is undone,
+	// and another cancel of it would be refused. 0 for none.
+	UndoneBy int64 `json:"undone_by,omitempty"`
 }
 
 // Attempt is one send of a call over one session.
