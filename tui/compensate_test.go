@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -258,8 +259,11 @@ func TestCompensateDetailShowsTheLinksOnTheDemoServer(t *testing.T) {
 	if v := m.View(); !strings.Contains(v, fmt.Sprintf("compensated by call %d", first.ID)) {
 		t.Errorf("the order's detail does not name its cancel:\n%s", v)
 	}
+	if m.detail.keys.Compensate.Enabled() {
+		t.Errorf("K is still offered on call %d, undone by call %d", orig.ID, first.ID)
+	}
 	m = press(t, m, m.detail.keys.Compensate)
-	want := fmt.Sprintf("call %d (create_order) was already undone by call %d (cancel_order succeeded); there is nothing more to compensate", orig.ID, first.ID)
+	want := fmt.Sprintf("call %d (create_order) was already undone by call %d; there is nothing more to compensate", orig.ID, first.ID)
 	if m.dialog != nil || m.message != want || len(e.calls()) != 2 {
 		t.Fatalf("K on an undone call: dialog %v, %d calls, message %q; want no dialog, nothing sent, %q", m.dialog != nil, len(e.calls()), m.message, want)
 	}
@@ -562,4 +566,43 @@ func TestCompensateShowsServerTextInert(t *testing.T) {
 	if s := e.srv.sends("cancel_order"); len(s) != 1 {
 		t.Fatalf("cancel_order sent %v, want once", s)
 	}
+}
+
+// The pop-up for a call that has just become unknown offers K where the
+// policy names a cancel_tool for its tool, and K there leads to the same
+// compensate dialog as on the list (nothing sent before it). Without a
+// cancel_tool the pop-up has no K line and its help no K.
+func TestUnknownPopUpOffersCompensateOnTheDemoServer(t *testing.T) {
+	e := newDemoEnv(t, compensatePolicy)
+	orig := e.order("alice", 1)
+	m := e.model(100, 30)
+	d := newUnknownDialog(m.sh, m.nextDialogID(), orig)
+	d.Arm()
+	v := flat(d.View(90))
+	if !strings.Contains(v, "K compensate: send cancel_order to undo it") || !hasKey(d.ShortHelp(), "K") {
+		t.Fatalf("the pop-up does not offer K for an order the policy can cancel:\n%s", v)
+	}
+	m.dialog = d
+	nm, cmd := m.Update(keyMsg("K"))
+	m = settle(t, nm.(Model), cmd)
+	if _, ok := m.dialog.(*compensateDialog); !ok || len(e.calls()) != 1 {
+		t.Fatalf("K in the pop-up: dialog %T, %d calls; want the compensate dialog and nothing sent (message %q)", m.dialog, len(e.calls()), m.message)
+	}
+
+	plain := newDemoEnv(t, "")
+	other := plain.order("bob", 1)
+	pm := plain.model(100, 30)
+	pd := newUnknownDialog(pm.sh, pm.nextDialogID(), other)
+	if v := flat(pd.View(90)); strings.Contains(v, "compensate") || hasKey(pd.ShortHelp(), "K") {
+		t.Fatalf("the pop-up offers K with no cancel_tool in the policy:\n%s", v)
+	}
+}
+
+func hasKey(bs []key.Binding, k string) bool {
+	for _, b := range bs {
+		if b.Help().Key == k {
+			return true
+		}
+	}
+	return false
 }

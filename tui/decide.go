@@ -63,7 +63,7 @@ func (m *Model) decisionKey(k tea.KeyMsg) (tea.Cmd, bool) {
 		case key.Matches(k, b.b) && ok:
 			return m.openDecision(b.action, c), true
 		case (pressedDisabled(k, b.b) || key.Matches(k, b.b)) && b.action == pending.ActionCompensate && ok:
-			m.whyNot(m.compensateReason(c))
+			m.whyNot(m.sh.compensateReason(c))
 			return nil, true
 		case pressedDisabled(k, b.b) || key.Matches(k, b.b):
 			m.whyNot(disabledReason(b.action, c, ok))
@@ -88,7 +88,7 @@ func (m *Model) syncBindings() {
 		dk.Mark.SetEnabled(ok && c.State.Allows(pending.EventMark))
 		dk.Note.SetEnabled(ok)
 		dk.Ack.SetEnabled(ok && c.HoldsLate())
-		dk.Compensate.SetEnabled(ok && m.compensateReason(c) == "")
+		dk.Compensate.SetEnabled(ok && m.sh.compensateReason(c) == "")
 	}
 	m.list.syncLate(len(m.sh.late))
 }
@@ -117,15 +117,18 @@ func disabledReason(a pending.Action, c pending.Call, ok bool) string {
 }
 
 // compensateReason is why c cannot be compensated (K), in one line, or ""
-// when it can: the guard's preview of the cancel decides (a read, a state
+// when it can: undone already (a cancel of it succeeded), the guard's preview of the cancel decides (a read, a state
 // that may not be undone, no cancel_tool in the policy, cancel_args that
 // need what the call lacks), then the server's tools, once listed (the
 // cancel_tool missing, or a read).
-func (m *Model) compensateReason(c pending.Call) string {
+func (sh *shared) compensateReason(c pending.Call) string {
 	name := fmt.Sprintf("call %d (%s)", c.ID, displayName(c.Tool))
-	e := m.sh.opts.Engine
+	e := sh.opts.Engine
 	if e == nil {
 		return name + " cannot be compensated: the console has no engine"
+	}
+	if c.UndoneBy != 0 {
+		return fmt.Sprintf("%s was already undone by call %d; there is nothing more to compensate", name, c.UndoneBy)
 	}
 	tool, _, err := e.CompensationPreview(c)
 	switch {
@@ -144,10 +147,10 @@ func (m *Model) compensateReason(c pending.Call) string {
 	default:
 		return name + " cannot be compensated: " + errLine(err)
 	}
-	if !m.sh.listsToolsOf(c) {
+	if !sh.listsToolsOf(c) {
 		return ""
 	}
-	switch t, listed := m.sh.tool(tool); {
+	switch t, listed := sh.tool(tool); {
 	case !listed:
 		return fmt.Sprintf("%s cannot be compensated: its cancel_tool %s is not among the server's tools (see t)", name, displayName(tool))
 	case t.Kind == pending.KindRead:
@@ -171,7 +174,7 @@ func (m *Model) onCompensateChecked(msg compensateCheckedMsg) tea.Cmd {
 		return nil
 	}
 	c := msg.Call
-	if why := m.compensateReason(c); why != "" {
+	if why := m.sh.compensateReason(c); why != "" {
 		m.whyNot(why)
 		return nil
 	}
@@ -213,7 +216,7 @@ func (m *Model) openDecision(a pending.Action, c pending.Call) tea.Cmd {
 		// succeeded means it is undone already, one in flight or unknown
 		// would hold a new one. onCompensateChecked opens the dialog, with
 		// what the guard will send (its preview).
-		if why := m.compensateReason(c); why != "" {
+		if why := m.sh.compensateReason(c); why != "" {
 			m.whyNot(why)
 			return nil
 		}

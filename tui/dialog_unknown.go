@@ -61,8 +61,15 @@ func newUnknownDialog(sh *shared, id int, c pending.Call) *unknownDialog {
 		{d.keys.Retry, pending.ActionRetry, "retry with the same key " + keyTail(c.Key), "retry, same key"},
 		{d.keys.Mark, pending.ActionMark, "mark applied (the evidence, or you, say it took effect)", "mark applied"},
 		{d.keys.Abandon, pending.ActionAbandon, "abandon: send nothing more", "abandon"},
-		{d.later, "", "decide later: it stays in the unknown list", "later"},
 	}
+	if sh.compensateReason(c) == "" {
+		// Offered only where the policy names a cancel_tool for it: the
+		// compensate dialog that opens says exactly what it sends.
+		cancel, _, _ := sh.opts.Engine.CompensationPreview(c)
+		d.opts = append(d.opts, unknownOption{d.keys.Compensate, pending.ActionCompensate,
+			"compensate: send " + displayName(cancel) + " to undo it, a new write with its own key", "compensate"})
+	}
+	d.opts = append(d.opts, unknownOption{d.later, "", "decide later: it stays in the unknown list", "later"})
 	next := pending.ActionQuery
 	t, _ := sh.toolOf(c, c.Tool)
 	switch d.ev {
@@ -218,9 +225,19 @@ func (d *unknownDialog) View(w int) string {
 }
 
 func (d *unknownDialog) ShortHelp() []key.Binding {
-	return []key.Binding{d.choose, d.keys.Query, d.keys.Retry, d.keys.Mark, d.keys.Abandon, d.later}
+	return append([]key.Binding{d.choose}, d.optionKeys()...)
 }
 
 func (d *unknownDialog) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{d.up, d.down, d.choose}, {d.keys.Query, d.keys.Retry, d.keys.Mark, d.keys.Abandon, d.later}}
+	return [][]key.Binding{{d.up, d.down, d.choose}, d.optionKeys()}
+}
+
+// optionKeys are the keys of the dialog's lines, in their order: the help
+// shows K only where the dialog offers it.
+func (d *unknownDialog) optionKeys() []key.Binding {
+	out := make([]key.Binding, len(d.opts))
+	for i, o := range d.opts {
+		out[i] = o.key
+	}
+	return out
 }

@@ -673,6 +673,14 @@ func (l *listScreen) rowView(c pending.Call, sel bool, cols columns) string {
 		marker = marker[:len(marker)-1] + GlyphPicked
 	}
 	why := clean(c.Reason)
+	switch {
+	case c.UndoneBy != 0:
+		// Its state stays what the server said; that a cancel of it
+		// succeeded is said beside it, so it is not undone twice.
+		why = fmt.Sprintf("undone by %d · %s", c.UndoneBy, why)
+	case c.Compensates != 0:
+		why = fmt.Sprintf("undoes %d · %s", c.Compensates, why)
+	}
 	if c.Conflict {
 		why = "CONFLICT " + why
 	}
