@@ -724,6 +724,7 @@ func (fw *faultWorker) retry(i int, c *fcall, before jCall, committed int, own b
 	var flags, extra []string
 	var r cliResult
 	unusableBefore := fw.events(c.id, "unusable_answer")
+	began := time.Now()
 	if own {
 		fw.stats.add("server.retry_own")
 		r = w.run("retry", id)
@@ -761,7 +762,10 @@ func (fw *faultWorker) retry(i int, c *fcall, before jCall, committed int, own b
 	case committed == 1:
 		// The first execution committed: the server replays it.
 		if r.code != exitOK || !out.Replayed {
-			fw.fail(i, "retry of committed call %s: want a replayed success, got %s", id, r)
+			// How long it took tells a slow machine (an idle clock of
+			// 30s run out) from a retry that got no answer at all.
+			fw.fail(i, "retry of committed call %s (own server %v, flags %v): want a replayed success, got after %s: %s",
+				id, own, c.flags, time.Since(began).Round(time.Millisecond), r)
 		}
 		fw.stats.add("retry.replayed")
 	case r.code == exitOK:
