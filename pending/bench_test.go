@@ -207,3 +207,32 @@ func BenchmarkMillionCalls(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkServersOnBigJournal: the servers a console over the whole
+// journal starts from, by Servers (one grouped read) against Report, which
+// it replaced there (every call's row, and its attempts), in one run.
+func BenchmarkServersOnBigJournal(b *testing.B) {
+	if testBackend == "postgres" {
+		b.Skip("a SQLite file")
+	}
+	ctx := context.Background()
+	j, err := Open(ctx, bigJournal(b), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.Close()
+	b.Run("Report", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := j.Report(ctx, time.Time{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Servers", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := j.Servers(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

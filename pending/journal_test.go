@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -569,5 +570,45 @@ func TestListFilterByServer(t *testing.T) {
 		if fmt.Sprint(ids) != fmt.Sprint(want) {
 			t.Errorf("server %q: calls %v, want %v", name, ids, want)
 		}
+	}
+}
+
+// Servers groups the calls by the identity they record: one row per
+// identity, with a non-empty alias and name where any of its calls has
+// one, and its count; calls without an identity group apart.
+func TestServersGroupsByIdentity(t *testing.T) {
+	ctx := context.Background()
+	j := openTest(t, "")
+	mk := func(server, alias, identity, args string) {
+		in := intent("create_order", args)
+		in.Server, in.ServerAlias, in.ServerIdentity = server, alias, json.RawMessage(identity)
+		if _, err := j.RecordIntent(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shopA := `{"transport":"stdio","command":["demo","--db","a.db"]}`
+	shopB := `{"transport":"stdio","command":["demo","--db","b.db"]}`
+	mk("demo", "", shopA, `{"n":1}`)
+	mk("demo", "shop", shopA, `{"n":2}`)
+	mk("demo", "other", shopB, `{"n":3}`)
+	mk("old", "", "", `{"n":4}`)
+	got, err := j.Servers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ServerSeen{
+		{Server: "old", Calls: 1},
+		{ServerIdentity: json.RawMessage(shopA), Server: "demo", ServerAlias: "shop", Calls: 2},
+		{ServerIdentity: json.RawMessage(shopB), Server: "demo", ServerAlias: "other", Calls: 1},
+	}
+	show := func(ss []ServerSeen) string {
+		var b strings.Builder
+		for _, s := range ss {
+			fmt.Fprintf(&b, "[%s %q %q %d] ", s.ServerIdentity, s.Server, s.ServerAlias, s.Calls)
+		}
+		return b.String()
+	}
+	if show(got) != show(want) {
+		t.Fatalf("Servers = %s\nwant      %s", show(got), show(want))
 	}
 }

@@ -450,3 +450,40 @@ func (j *Journal) HoldingLate(ctx context.Context) ([]Call, error) {
 	}
 	return scanCalls(rows)
 }
+
+// ServerSeen is one server identity the journal's calls were made on: the
+// names it went by (the config's alias and the server's declared name; the
+// greatest non-empty one of each, when its calls differ) and how many
+// calls were made on it.
+type ServerSeen struct {
+	ServerIdentity json.RawMessage
+	Server         string
+	ServerAlias    string
+	Calls          int
+}
+
+// Servers lists every server identity the journal's calls record, in
+// identity order, with one grouped read: what a console over "every server
+// the journal knows" starts from. Calls from before identities were
+// recorded group under an empty identity.
+func (j *Journal) Servers(ctx context.Context) ([]ServerSeen, error) {
+	rows, err := j.read.QueryContext(ctx, `SELECT server_identity, max(server), max(server_alias), count(*)
+		FROM calls GROUP BY server_identity ORDER BY server_identity`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ServerSeen
+	for rows.Next() {
+		var s ServerSeen
+		var identity string
+		if err := rows.Scan(&identity, &s.Server, &s.ServerAlias, &s.Calls); err != nil {
+			return nil, err
+		}
+		if identity != "" {
+			s.ServerIdentity = json.RawMessage(identity)
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
