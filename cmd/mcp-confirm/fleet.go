@@ -441,19 +441,16 @@ func configServers(e *env, path string) ([]namedChoice, error) {
 // its name in the host config, else the name it declared, made unique
 // (" (2)"). Calls recorded without an identity name no server.
 func journalServers(ctx context.Context, j *pending.Journal) ([]namedChoice, error) {
-	// Report groups the calls by server and identity in one snapshot; it
-	// reads every call (see the report of this change for a lighter query).
-	rep, err := j.Report(ctx, time.Time{})
+	rows, err := j.Servers(ctx) // one grouped read, by identity
 	if err != nil {
 		return nil, err
 	}
-	rows := rep.Rows
-	sort.SliceStable(rows, func(a, b int) bool { return string(rows[a].ServerIdentity) < string(rows[b].ServerIdentity) })
 	type seen struct {
 		call  pending.Call // enough of one for callServer
 		alias string
-		key   string
 	}
+	// Identities that differ only in how they are written (serverKey)
+	// are one server.
 	var servers []*seen
 	byKey := map[string]*seen{}
 	for _, r := range rows {
@@ -464,7 +461,7 @@ func journalServers(ctx context.Context, j *pending.Journal) ([]namedChoice, err
 		k := serverKey(id)
 		s := byKey[k]
 		if s == nil {
-			s = &seen{call: pending.Call{Server: r.Server, ServerIdentity: r.ServerIdentity}, key: k}
+			s = &seen{call: pending.Call{Server: r.Server, ServerIdentity: r.ServerIdentity}}
 			byKey[k] = s
 			servers = append(servers, s)
 		}
