@@ -248,9 +248,6 @@ func (m Model) statusBar() string {
 	if srv.Session > 0 {
 		server += fmt.Sprintf(" · session %d", srv.Session)
 	}
-	if m.sh.multi() {
-		server = m.serversStatus()
-	}
 	c := m.sh.counts
 	counts := fmt.Sprintf("%d unknown", c[pending.StateUnknown])
 	if n := c[pending.StateInFlight]; n > 0 {
@@ -262,6 +259,11 @@ func (m Model) statusBar() string {
 	path := ""
 	if m.sh.opts.Journal != nil {
 		path = "journal " + homeTilde(clean(m.sh.opts.Journal.Path()), m.sh.opts.Home)
+	}
+	if m.sh.multi() {
+		// The servers' states before the journal's path: the path gives
+		// way (from its left) down to 24 cells.
+		server = m.serversStatus(max(20, m.w-ansi.StringWidth(counts)-6-min(24, ansi.StringWidth(path))))
 	}
 	avail := m.w - ansi.StringWidth(server) - ansi.StringWidth(counts) - 6
 	if avail < 12 {
@@ -277,8 +279,8 @@ func (m Model) statusBar() string {
 }
 
 // serversStatus is the status bar's part for several servers: how many,
-// then each one's name and state, as many as fit a third of the bar.
-func (m Model) serversStatus() string {
+// then each one's name and state, in at most w cells.
+func (m Model) serversStatus(w int) string {
 	parts := make([]string, 0, len(m.sh.servers))
 	for _, s := range m.sh.servers {
 		state := serverState(s)
@@ -287,7 +289,7 @@ func (m Model) serversStatus() string {
 		}
 		parts = append(parts, displayName(s.Name)+" "+state)
 	}
-	return trunc(fmt.Sprintf(" %d servers: %s", len(parts), strings.Join(parts, " · ")), max(20, m.w/2))
+	return trunc(fmt.Sprintf(" %d servers: %s", len(parts), strings.Join(parts, " · ")), w)
 }
 
 // fitHeight pads or cuts a block to exactly h lines of at most w cells.

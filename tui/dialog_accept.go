@@ -44,7 +44,11 @@ func newAcceptDialog(sh *shared, id int, calls []acceptLine, proceed func() tea.
 	lines := make([]string, len(calls))
 	for i, l := range calls {
 		c := l.Call
-		lines[i] = fmt.Sprintf("call %-5d %s %s  %s", c.ID, pad(displayName(c.Tool), 14), pad(keyTail(c.Key), 7), clean(l.Evidence))
+		server := ""
+		if sh.multi() { // whose query found it
+			server = pad(callServerName(c), 10) + " "
+		}
+		lines[i] = fmt.Sprintf("call %-5d %s%s %s  %s", c.ID, server, pad(displayName(c.Tool), 14), pad(keyTail(c.Key), 7), clean(l.Evidence))
 	}
 	title := fmt.Sprintf("Mark %s applied?", plural(len(calls), "found call"))
 	d := &acceptDialog{

@@ -18,7 +18,7 @@ func newRetryDialog(sh *shared, id int, c pending.Call, proceed func(note string
 	facts := st.Label.Render("key      ") + clean(c.Key) + "\n" +
 		st.Label.Render("attempts ") + fmt.Sprintf("%d so far; this is attempt %d", c.AttemptCount, c.AttemptCount+1) + "\n" +
 		st.Label.Render("age      ") + age(sh.now.Sub(c.CreatedAt)) + st.Label.Render("   state ") + stateWord(c.State) + reasonSuffix(c) + "\n" +
-		st.Label.Render("server   ") + displayName(c.Server)
+		st.Label.Render("server   ") + serverLabel(c)
 	t, known := sh.toolOf(c, c.Tool)
 	var what string
 	typed := false

@@ -625,7 +625,8 @@ func (l *listScreen) tabsView() string {
 }
 
 // columns are the widths of the row's columns for the window width.
-type columns struct{ age, tool, args, key, tries, why int }
+// server is 0 on a console over one server: every call is its.
+type columns struct{ age, server, tool, args, key, tries, why int }
 
 func (l *listScreen) columns() columns {
 	c := columns{age: 4, tool: 14, key: 7, tries: 3, why: 18}
@@ -633,6 +634,12 @@ func (l *listScreen) columns() columns {
 		c.why = 24
 	}
 	fixed := 2 + 2 + c.age + 1 + c.tool + 1 + 1 + c.key + 1 + c.tries + 1 + c.why
+	if l.sh.multi() && l.w-fixed >= 12+11 {
+		// Over several servers each row names its call's: the one its
+		// query and retry go to.
+		c.server = min(12, l.w-fixed-12-1)
+		fixed += c.server + 1
+	}
 	c.args = l.w - fixed
 	if c.args < 12 { // narrow: the why column gives way first
 		c.why = max(8, c.why-(12-c.args))
@@ -651,7 +658,11 @@ func (l *listScreen) header(c columns) string {
 	if tabs[l.tab].State == "" {
 		why = "STATE · WHY"
 	}
-	h := "    " + pad("AGE", c.age) + " " + pad("TOOL", c.tool) + " " + pad("ARGS", c.args) + " " + pad("KEY", c.key) + " " + padLeft("TRY", c.tries) + " " + why
+	server := ""
+	if c.server > 0 {
+		server = pad("SERVER", c.server) + " "
+	}
+	h := "    " + pad("AGE", c.age) + " " + server + pad("TOOL", c.tool) + " " + pad("ARGS", c.args) + " " + pad("KEY", c.key) + " " + padLeft("TRY", c.tries) + " " + why
 	if pos != "" {
 		gap := l.w - ansi.StringWidth(h) - ansi.StringWidth(pos)
 		if gap > 1 {
@@ -694,7 +705,11 @@ func (l *listScreen) rowView(c pending.Call, sel bool, cols columns) string {
 	if sel {
 		rs = st.Row.Selected
 	}
-	text := pad(age(l.sh.now.Sub(c.CreatedAt)), cols.age) + " " +
+	server := ""
+	if cols.server > 0 {
+		server = pad(callServerName(c), cols.server) + " "
+	}
+	text := pad(age(l.sh.now.Sub(c.CreatedAt)), cols.age) + " " + server +
 		pad(displayName(c.Tool), cols.tool) + " " +
 		pad(shortArgs(c.Args), cols.args) + " " +
 		pad(keyTail(c.Key), cols.key) + " " +
@@ -726,7 +741,7 @@ func (l *listScreen) previewView() string {
 	label := st.Label.Render
 	lines := []string{
 		rule(fmt.Sprintf("call %d · %s · %s", c.ID, displayName(c.Tool), stateWord(c.State))),
-		label("key    ") + clean(c.Key) + label("   server ") + displayName(c.Server) + label("   kind ") + string(c.Kind) + label(" ("+string(c.KindSource)+")"),
+		label("key    ") + clean(c.Key) + label("   server ") + serverLabel(c) + label("   kind ") + string(c.Kind) + label(" ("+string(c.KindSource)+")"),
 		label("args   ") + shortArgs(c.Args),
 	}
 	why := clean(c.Reason)
@@ -784,4 +799,21 @@ func queryPlan(p *guard.Policy, c pending.Call) (tool string, args map[string]an
 		return "", nil
 	}
 	return tp.QueryTool, tp.QueryArgs
+}
+
+// callServerName is the name a call's server goes by in the console: its
+// name in the host config, else the name it declared.
+func callServerName(c pending.Call) string {
+	if c.ServerAlias != "" {
+		return displayName(c.ServerAlias)
+	}
+	return displayName(c.Server)
+}
+
+// serverLabel is a call's server with both its names, when they differ.
+func serverLabel(c pending.Call) string {
+	if c.ServerAlias != "" && c.ServerAlias != c.Server && c.Server != "" {
+		return displayName(c.ServerAlias) + " (" + displayName(c.Server) + ")"
+	}
+	return callServerName(c)
 }
