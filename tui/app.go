@@ -102,6 +102,14 @@ type Servers interface {
 	Status(name string) ServerStatus
 }
 
+// CallTools is an Engine over several servers that can list the tools of
+// the server a call was made on (reached by its recorded identity, as its
+// retry would be). The console then judges that call's retry and cancel
+// by them; without it, only by the picked server's, when it is the call's.
+type CallTools interface {
+	ToolsOfCall(ctx context.Context, c pending.Call) ([]mcp.Tool, error)
+}
+
 // Options wire the console to an engine.
 type Options struct {
 	// Context ends guarded calls the console started when it is cancelled.
@@ -178,11 +186,16 @@ type shared struct {
 	servers []serverSnap // each server's, over several (Options.Servers)
 	// picked is the server whose tools are listed and new calls go to,
 	// over several servers; "" before one is picked.
-	picked      string
-	counts      map[pending.State]int
-	tools       []toolInfo
-	toolsErr    error
-	toolsLoaded bool
+	picked string
+	// callTools are the tools listed by the servers calls were made on,
+	// over several servers, by the calls' recorded identity (CallTools);
+	// callToolsTried, each identity asked once, listed or not.
+	callTools      map[string][]toolInfo
+	callToolsTried map[string]bool
+	counts         map[pending.State]int
+	tools          []toolInfo
+	toolsErr       error
+	toolsLoaded    bool
 	// policyProblems are the parts of the policy that do not apply to the
 	// tools last listed (a section for a tool the server does not list, a
 	// query_tool that is missing or a write, ...), shown as a banner.
@@ -249,31 +262,69 @@ func (sh *shared) writeClock(tool string) time.Duration {
 
 // listsToolsOf: the tools listed (sh.tools) are those of the server c was
 // made on. Over several servers they are the picked server's only.
+// Over several servers, they are those its own server listed for it
+// (CallTools), else the picked server's when that is the call's.
 func (sh *shared) listsToolsOf(c pending.Call) bool {
-	if !sh.toolsLoaded || !sh.multi() {
-		return sh.toolsLoaded
+	_, ok := sh.toolsListOf(c)
+	return ok
+}
+
+// toolsListOf are the tools of the server c was made on, if listed.
+func (sh *shared) toolsListOf(c pending.Call) ([]toolInfo, bool) {
+	if !sh.multi() {
+		return sh.tools, sh.toolsLoaded
 	}
-	return sh.picked != "" && (sh.picked == c.ServerAlias || (c.ServerAlias == "" && sh.picked == c.Server))
+	if ts, ok := sh.callTools[string(c.ServerIdentity)]; ok && len(c.ServerIdentity) > 0 {
+		return ts, true
+	}
+	if sh.toolsLoaded && sh.picked != "" && (sh.picked == c.ServerAlias || (c.ServerAlias == "" && sh.picked == c.Server)) {
+		return sh.tools, true
+	}
+	return nil, false
 }
 
 // toolOf is the tool name as the server c was made on lists it; false
-// when that server's tools are not the ones listed. Over several servers,
-// another server's tool of the same name says nothing about c's: its key
+// when that server's tools are not listed. Over several servers, another
+// server's tool of the same name says nothing about c's: its key
 // argument must not make a retry of c look safe.
 func (sh *shared) toolOf(c pending.Call, name string) (toolInfo, bool) {
-	if !sh.listsToolsOf(c) {
-		return toolInfo{}, false
-	}
-	return sh.tool(name)
+	ts, _ := sh.toolsListOf(c)
+	return findTool(ts, name)
 }
 
-func (sh *shared) tool(name string) (toolInfo, bool) {
-	for _, t := range sh.tools {
+// tool is the tool name of the server new calls go to.
+func (sh *shared) tool(name string) (toolInfo, bool) { return findTool(sh.tools, name) }
+
+func findTool(ts []toolInfo, name string) (toolInfo, bool) {
+	for _, t := range ts {
 		if t.Tool.Name == name {
 			return t, true
 		}
 	}
 	return toolInfo{}, false
+}
+
+// callToolsCmd lists, once per console run, the tools of the server c was
+// made on, when the console is over several servers, its engine can
+// (CallTools) and they are not listed yet; nil otherwise.
+func (sh *shared) callToolsCmd(c pending.Call) tea.Cmd {
+	ct, ok := sh.opts.Engine.(CallTools)
+	id := string(c.ServerIdentity)
+	if !sh.multi() || !ok || id == "" || sh.listsToolsOf(c) || sh.callToolsTried[id] {
+		return nil
+	}
+	sh.callToolsTried[id] = true
+	e := sh.opts.Engine
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), toolsTimeout)
+		defer cancel()
+		tools, err := ct.ToolsOfCall(ctx, c)
+		msg := toolsLoadedMsg{Identity: id, Err: err}
+		if err == nil {
+			msg.Tools = classifyTools(e, tools)
+		}
+		return msg
+	}
 }
 
 // Model is the root of the console.
@@ -303,11 +354,14 @@ type Model struct {
 	queryErr     map[int64]string // calls whose last query this session got no answer, and why
 	retrying     map[int64]bool   // calls with a retry in flight from this console
 	compensating map[int64]bool   // calls whose cancel (K) is in flight from this console
-	quitting     bool             // quit confirmed: waiting for the write in flight to be recorded
-	demoOrders   demoOrders       // the demo server's orders, from its find_orders
-	demoCall     pending.Call     // the demo's create_order call, as last seen
-	busy         bool             // message says what is running
-	recovered    int
+	// awaiting is the decision whose dialog opens once its call's server
+	// has listed its tools (over several servers; shared.callToolsCmd).
+	awaiting   *awaitedDecision
+	quitting   bool         // quit confirmed: waiting for the write in flight to be recorded
+	demoOrders demoOrders   // the demo server's orders, from its find_orders
+	demoCall   pending.Call // the demo's create_order call, as last seen
+	busy       bool         // message says what is running
+	recovered  int
 	// The late scan: one at a time; a change while it runs asks for another.
 	lateScanning, lateAgain bool
 	lateTook                time.Duration
@@ -333,7 +387,8 @@ func New(o Options) Model {
 	}
 	ctx, cancel := context.WithCancelCause(o.Context)
 	o.Context = ctx
-	sh := &shared{opts: o, st: NewStyles(o.Renderer), now: o.Now(), counts: map[pending.State]int{}, cancel: cancel}
+	sh := &shared{opts: o, st: NewStyles(o.Renderer), now: o.Now(), counts: map[pending.State]int{}, cancel: cancel,
+		callTools: map[string][]toolInfo{}, callToolsTried: map[string]bool{}}
 	hm := help.New()
 	hm.Styles.ShortKey = sh.st.Key
 	hm.Styles.FullKey = sh.st.Key
@@ -520,6 +575,9 @@ func (m *Model) appMsg(msg tea.Msg) (tea.Cmd, bool) {
 		m.syncBindings()
 		return cmd, true
 	case toolsLoadedMsg:
+		if msg.Identity != "" {
+			return m.onCallTools(msg), true
+		}
 		if msg.Server != m.sh.picked {
 			return nil, true // the tools of a server picked before this one
 		}

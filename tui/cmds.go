@@ -7,6 +7,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/guard"
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
@@ -232,18 +233,25 @@ func listToolsCmd(server string, e Engine, p *guard.Policy) tea.Cmd {
 		if err != nil {
 			return toolsLoadedMsg{Server: server, Err: err}
 		}
-		out := make([]toolInfo, 0, len(tools))
-		for _, t := range tools {
-			kind, src := e.Classify(t)
-			out = append(out, toolInfo{Tool: t, Name: displayName(t.Name), Desc: clean(t.Description),
-				Kind: kind, KindSource: src, KeyArg: e.KeyArg(t)})
-		}
+		out := classifyTools(e, tools)
 		var problems []string
 		for _, pp := range p.Check(tools) {
 			problems = append(problems, clean(pp.String()))
 		}
 		return toolsLoadedMsg{Server: server, Tools: out, PolicyProblems: problems}
 	}
+}
+
+// classifyTools are a server's tools as the console shows them: each
+// classified, and its key argument, by the guard's rules.
+func classifyTools(e Engine, tools []mcp.Tool) []toolInfo {
+	out := make([]toolInfo, 0, len(tools))
+	for _, t := range tools {
+		kind, src := e.Classify(t)
+		out = append(out, toolInfo{Tool: t, Name: displayName(t.Name), Desc: clean(t.Description),
+			Kind: kind, KindSource: src, KeyArg: e.KeyArg(t)})
+	}
+	return out
 }
 
 // watchCmd waits for the next journal change (guard.Watch's channel).

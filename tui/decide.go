@@ -150,7 +150,7 @@ func (sh *shared) compensateReason(c pending.Call) string {
 	if !sh.listsToolsOf(c) {
 		return ""
 	}
-	switch t, listed := sh.tool(tool); {
+	switch t, listed := sh.toolOf(c, tool); {
 	case !listed:
 		return fmt.Sprintf("%s cannot be compensated: its cancel_tool %s is not among the server's tools (see t)", name, displayName(tool))
 	case t.Kind == pending.KindRead:
@@ -202,6 +202,36 @@ func (m *Model) onCompensateChecked(msg compensateCheckedMsg) tea.Cmd {
 	return nil
 }
 
+// awaitedDecision is a decision key pressed before the call's server had
+// listed its tools.
+type awaitedDecision struct {
+	action   pending.Action
+	id       int64
+	identity string
+}
+
+// onCallTools keeps the tools a call's server listed, and opens the
+// decision that waited for them, if the operator is still on that call
+// with no dialog open. A listing that failed opens it all the same: the
+// dialog then says the server's tools are not known, and asks for more.
+func (m *Model) onCallTools(msg toolsLoadedMsg) tea.Cmd {
+	if msg.Err == nil {
+		m.sh.callTools[msg.Identity] = msg.Tools
+	}
+	m.syncBindings()
+	aw := m.awaiting
+	if aw == nil || aw.identity != msg.Identity {
+		return nil
+	}
+	m.awaiting = nil
+	m.message = ""
+	c, ok := m.activeScreen().Selected()
+	if !ok || c.ID != aw.id || m.dialog != nil || m.activeScreen().decisions() == nil {
+		return nil
+	}
+	return m.openDecision(aw.action, c)
+}
+
 // openDecisionMsg asks the root to open a decision dialog (from a dialog).
 type openDecisionMsg struct {
 	Action pending.Action
@@ -211,6 +241,16 @@ type openDecisionMsg struct {
 // openDecision opens the dialog for an action on a call. Nothing is sent
 // or written until the dialog's Yes.
 func (m *Model) openDecision(a pending.Action, c pending.Call) tea.Cmd {
+	if a == pending.ActionRetry || a == pending.ActionCompensate || a == pending.ActionQuery {
+		// Over several servers, the call's own server lists its tools
+		// first: whether a retry is safe, the cancel_tool a write, and
+		// the reads to query with are its, not another's.
+		if cmd := m.sh.callToolsCmd(c); cmd != nil {
+			m.awaiting = &awaitedDecision{action: a, id: c.ID, identity: string(c.ServerIdentity)}
+			m.setMessage(fmt.Sprintf("asking the server call %d was made on for its tools (starting it if need be)…", c.ID), false)
+			return cmd
+		}
+	}
 	if a == pending.ActionCompensate {
 		// The call and its earlier cancels are read first: one that
 		// succeeded means it is undone already, one in flight or unknown

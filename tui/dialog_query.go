@@ -27,7 +27,8 @@ func newQueryDialog(sh *shared, id int, c pending.Call, run func(o guard.QueryOp
 			func(string) tea.Cmd { return run(guard.QueryOptions{}) }).forDecision(pending.ActionQuery, c)
 	}
 	var reads []toolInfo
-	for _, t := range sh.tools {
+	tools, _ := sh.toolsListOf(c) // the call's own server's
+	for _, t := range tools {
 		if t.Kind == pending.KindRead {
 			reads = append(reads, t)
 		}

@@ -63,7 +63,11 @@ type callLoadedMsg struct {
 // in the policy will not apply to them (guard.Policy.Check, one sanitised
 // line each).
 type toolsLoadedMsg struct {
-	Server         string // the server picked (Options.Servers); "" for the one server
+	Server string // the server picked (Options.Servers); "" for the one server
+	// Identity, when set, says these are the tools of the server calls
+	// with that recorded identity were made on (CallTools), not the
+	// picked server's.
+	Identity       string
 	Tools          []toolInfo
 	PolicyProblems []string
 	Err            error

@@ -294,6 +294,17 @@ func (f *fleet) Call(context.Context, guard.Request) (guard.Result, error) {
 
 func (f *fleet) ListTools(context.Context) ([]mcp.Tool, error) { return nil, errPickServer }
 
+// ToolsOfCall lists the tools of the server c was made on, reached by its
+// recorded identity as its retry would be (tui.CallTools): what its
+// dialogs judge a retry's safety by, never a same-named server's.
+func (f *fleet) ToolsOfCall(ctx context.Context, c pending.Call) ([]mcp.Tool, error) {
+	g, err := f.guardFor(c)
+	if err != nil {
+		return nil, err
+	}
+	return g.ListTools(ctx)
+}
+
 // Names are the servers a new call can be made on, in the order shown.
 func (f *fleet) Names() []string { return slices.Clone(f.names) }
 
