@@ -53,8 +53,19 @@ func (t *toolsScreen) SetSize(w, h int) {
 	t.clamp()
 }
 
-// onTools keeps the cursor in range after the tools are (re)listed.
-func (t *toolsScreen) onTools() { t.clamp() }
+// onTools keeps the cursor in range after the tools are (re)listed. In
+// the guided demo it starts on create_order, the tool the guide says to
+// press enter on (the demo lists cancel_order before it).
+func (t *toolsScreen) onTools() {
+	if t.sh.opts.Demo && t.sc.cur == 0 {
+		for i, ti := range t.sh.tools {
+			if ti.Tool.Name == "create_order" {
+				t.sc.cur = i
+			}
+		}
+	}
+	t.clamp()
+}
 
 // clamp keeps the cursor on a tool, and its row on screen.
 func (t *toolsScreen) clamp() { t.sc.clamp(len(t.sh.tools), t.page()) }
