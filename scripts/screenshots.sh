@@ -101,3 +101,39 @@ wait_for "decide later"
 sleep 0.5 # past the dialog's grace period, as the operator would see it
 shot 05-guided-demo
 $T send-keys -t app q
+
+# Several servers: a host config naming three demo servers, each with its
+# own orders; an order lost on each (two on warehouse), made by the CLI.
+# The console over the whole config names each call's server; the bulk
+# query asks each call's own server, and the accept dialog lists them.
+$T kill-server 2>/dev/null || true
+sleep 0.2
+CFG="$WORK/mcp.json" J2="$WORK/fleet.db"
+cat > "$CFG" <<JSON
+{"mcpServers": {
+  "shop": {"command": "$BIN", "args": ["demo-server", "--db", "$WORK/shop.db", "--hang-after-commit", "1"]},
+  "warehouse": {"command": "$BIN", "args": ["demo-server", "--db", "$WORK/warehouse.db", "--hang-after-commit", "1"]},
+  "billing": {"command": "$BIN", "args": ["demo-server", "--db", "$WORK/billing.db", "--hang-after-commit", "1"]}
+}}
+JSON
+lostc() { "$BIN" call create_order --db "$J2" --config "$CFG" --server "$1" --timeout 1s --args "$2" >/dev/null 2>&1 || true; }
+lostc shop '{"item":"widget","quantity":2,"buyer":"alice"}'
+lostc warehouse '{"item":"gadget","quantity":5,"buyer":"bob"}'
+lostc billing '{"item":"gizmo","quantity":1,"buyer":"carol"}'
+lostc warehouse '{"item":"gizmo","quantity":3,"buyer":"alice"}'
+$T new-session -d -s app -x $W -y $H -e TERM=xterm-256color -e COLORTERM=truecolor -e HOME="$WORK" \
+	"$BIN" --db "$J2" --config "$CFG" --policy "$P"
+wait_for "4 unknown"
+wait_for "3 servers: billing not started"
+shot 06-servers
+$T send-keys -t app '*'
+wait_for "4 selected"
+$T send-keys -t app S
+wait_for "found 4, not found 0"
+$T send-keys -t app A
+wait_for "Yes, mark them applied"
+wait_for "warehouse running" # the status bar's next tick
+shot 07-bulk-accept
+$T send-keys -t app y
+wait_for "marked 4 calls applied"
+$T send-keys -t app Escape q
