@@ -1,10 +1,14 @@
 package tui
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/guard"
 	"github.com/mcp-confirm/mcp-confirm/pending"
@@ -118,4 +122,75 @@ func TestRetrySafeOnlyByTheCallsOwnServer(t *testing.T) {
 	if !retrySafe(m.sh, c) {
 		t.Error("with its own server's tools listed, the call's retry is not known safe")
 	}
+}
+
+// callToolsEngine is the guard with the fleet's ToolsOfCall: it lists the
+// tools of a call's own server (or fails to), and counts the asks.
+type callToolsEngine struct {
+	*guard.Guard
+	tools []mcp.Tool
+	err   error
+	asked int
+}
+
+func (c *callToolsEngine) ToolsOfCall(ctx context.Context, _ pending.Call) ([]mcp.Tool, error) {
+	c.asked++
+	return c.tools, c.err
+}
+
+// Over several servers with no server picked, r on a call first has the
+// call's own server list its tools (once), then opens the retry dialog
+// judged by them: safe, no "retry" to type. When that listing fails the
+// dialog opens all the same, with the server's tools unknown, so a typed
+// "retry" is asked for; it is not asked again.
+func TestRetryDialogWaitsForTheCallsOwnServerTools(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		t.Run(fmt.Sprintf("listing fails %v", fail), func(t *testing.T) {
+			e := newEnv(t)
+			e.seed()
+			ct := &callToolsEngine{Guard: e.g, tools: testTools()}
+			if fail {
+				ct.tools, ct.err = nil, errors.New("server gone")
+			}
+			o := e.options()
+			o.Engine, o.Server = ct, nil
+			o.Servers = fakeServers{names: []string{"orders-test"}, g: map[string]*guard.Guard{"orders-test": e.g},
+				srv: map[string]*fakeServer{"orders-test": e.srv}}
+			m := New(o)
+			m = step(t, m, tea.WindowSizeMsg{Width: 160, Height: 40})
+			m = settle(t, m, m.Init())
+			c := e.find(pending.StateUnknown, "create_order")
+			m = selectCall(t, m, func(x pending.Call) bool { return x.ID == c.ID })
+			if m.sh.listsToolsOf(c) {
+				t.Fatal("the call's server's tools are listed before anyone asked")
+			}
+			nm, cmd := m.Update(keyMsg("r"))
+			m = nm.(Model)
+			if m.dialog != nil || cmd == nil {
+				t.Fatalf("r opened the dialog (%v) before the call's server listed its tools", m.dialog != nil)
+			}
+			m = settle(t, m, cmd)
+			if a := dialogAction(m); a != pending.ActionRetry || ct.asked != 1 {
+				t.Fatalf("after the listing: dialog %T, asked %d times; want the retry dialog, asked once", m.dialog, ct.asked)
+			}
+			typed := strings.Contains(flat(m.dialog.View(100)), "type retry")
+			if typed != fail {
+				t.Errorf("listing failed %v: dialog asks for retry typed %v:\n%s", fail, typed, m.dialog.View(100))
+			}
+			m = press(t, m, defaultDialogKeys().No)
+			m = settle(t, m, func() tea.Cmd { nm, cmd := m.Update(keyMsg("r")); m = nm.(Model); return cmd }())
+			if m.dialog == nil || ct.asked != 1 {
+				t.Fatalf("r again: dialog %v, asked %d times; want the dialog at once, asked once in all", m.dialog != nil, ct.asked)
+			}
+		})
+	}
+}
+
+// dialogAction is the decision the open dialog confirms, "" for none.
+func dialogAction(m Model) pending.Action {
+	if m.dialog == nil {
+		return ""
+	}
+	a, _ := m.dialog.Decision()
+	return a
 }
