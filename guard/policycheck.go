@@ -20,6 +20,9 @@ type PolicyProblem struct {
 	// Nearest is the tool or argument name the section most likely meant
 	// ("create_order"), or "".
 	Nearest string `json:"nearest,omitempty"`
+	// Unlisted: the section is for a tool this server does not list. One
+	// policy over several servers has sections for other servers' tools.
+	Unlisted bool `json:"-"`
 }
 
 func (p PolicyProblem) String() string {
@@ -61,7 +64,7 @@ func (p *Policy) Check(tools []mcp.Tool) []PolicyProblem {
 		t, listed := byName[name]
 		if !listed {
 			near, _ := closest.Name(name, names)
-			out = append(out, PolicyProblem{Section: section, Nearest: near,
+			out = append(out, PolicyProblem{Section: section, Nearest: near, Unlisted: true,
 				Problem: fmt.Sprintf("the server lists no tool %q, so this section never applies", name)})
 		}
 		if tp.QueryTool != "" {

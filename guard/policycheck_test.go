@@ -25,10 +25,10 @@ query_tool = "find_orders"
 key_arg = "idempotency_key"
 redact = ["item"]`, nil},
 		{"a typo of a tool", "[tools.create_ordr]\nredact = [\"card\"]\n", []PolicyProblem{{
-			Section: "tools.create_ordr", Nearest: "create_order",
+			Section: "tools.create_ordr", Nearest: "create_order", Unlisted: true,
 			Problem: `the server lists no tool "create_ordr", so this section never applies`}}},
 		{"an unknown tool with nothing near", "[tools.ship_it]\nkind = \"write\"\n", []PolicyProblem{{
-			Section: "tools.ship_it", Problem: `the server lists no tool "ship_it", so this section never applies`}}},
+			Section: "tools.ship_it", Unlisted: true, Problem: `the server lists no tool "ship_it", so this section never applies`}}},
 		{"a missing query tool", "[tools.create_order]\nquery_tool = \"find_order\"\n", []PolicyProblem{{
 			Section: "tools.create_order", Nearest: "find_orders", Problem: `query_tool "find_order" is not a tool of the server`}}},
 		{"a query tool that writes", "[tools.create_order]\nquery_tool = \"refund\"\n", []PolicyProblem{{
@@ -42,8 +42,8 @@ redact = ["item"]`, nil},
 			Section: "tools.create_order", Nearest: "idempotency_key",
 			Problem: `key_arg "idempotency_kye" is not an argument of create_order: the key would go where the server does not look`}}},
 		{"several, in section order", "[tools.zz]\n[tools.cancel_ordr]\n", []PolicyProblem{
-			{Section: "tools.cancel_ordr", Nearest: "cancel_order", Problem: `the server lists no tool "cancel_ordr", so this section never applies`},
-			{Section: "tools.zz", Problem: `the server lists no tool "zz", so this section never applies`}}},
+			{Section: "tools.cancel_ordr", Nearest: "cancel_order", Unlisted: true, Problem: `the server lists no tool "cancel_ordr", so this section never applies`},
+			{Section: "tools.zz", Unlisted: true, Problem: `the server lists no tool "zz", so this section never applies`}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -234,9 +234,21 @@ func listToolsCmd(server string, e Engine, p *guard.Policy) tea.Cmd {
 			return toolsLoadedMsg{Server: server, Err: err}
 		}
 		out := classifyTools(e, tools)
+		all := p.Check(tools)
+		// Over several servers (server named), one policy serves them all:
+		// a section for a tool this one does not list, with no near name
+		// to suggest a typo, is another server's, and so are its problems.
+		others := map[string]bool{}
+		for _, pp := range all {
+			if server != "" && pp.Unlisted && pp.Nearest == "" {
+				others[pp.Section] = true
+			}
+		}
 		var problems []string
-		for _, pp := range p.Check(tools) {
-			problems = append(problems, clean(pp.String()))
+		for _, pp := range all {
+			if !others[pp.Section] {
+				problems = append(problems, clean(pp.String()))
+			}
 		}
 		return toolsLoadedMsg{Server: server, Tools: out, PolicyProblems: problems}
 	}
