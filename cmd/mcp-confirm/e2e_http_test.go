@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -458,5 +460,52 @@ func TestDemoServerProtocolsBadInput(t *testing.T) {
 		if !strings.Contains(r.stderr, tt.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") > 1 {
 			t.Errorf("demo-server %v: want one or two lines saying %q; stderr:\n%s", tt.args, tt.want, r.stderr)
 		}
+	}
+}
+
+// A stream cut after the order committed, on a connection whose events
+// carried ids, but the resume GET is refused (405, as a server or gateway
+// that serves no GET streams answers): the call is unknown on its one
+// attempt, one order, and the refused GET was not asked again (a refusal
+// ends the resume; only a broken or quiet resumed stream is tried again).
+func TestHTTPCutStreamResumeRefused(t *testing.T) {
+	w := newWorld(t, t.TempDir())
+	demoURL := startHTTPDemo(t, w, "--cut-after-commit", "1", "--delay", "600ms", "--protocols", "2025-11-25")
+	target, err := url.Parse(demoURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+	rp.FlushInterval = -1                    // SSE: each event as it comes
+	rp.ErrorLog = log.New(io.Discard, "", 0) // the cut is the test's; not noise in its log
+	var mu sync.Mutex
+	refused := 0
+	relay := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.Header.Get("Last-Event-ID") != "" {
+			mu.Lock()
+			refused++
+			mu.Unlock()
+			http.Error(rw, "no streams to resume here", http.StatusMethodNotAllowed)
+			return
+		}
+		rp.ServeHTTP(rw, r)
+	}))
+	t.Cleanup(relay.Close)
+	r := w.run("call", "create_order", "--args", `{"item":"widget","quantity":1,"buyer":"bob"}`, "--url", relay.URL+target.Path)
+	wantExit(t, r, exitUnknown, "call whose stream is cut and whose resume is refused")
+	out := parseCallOut(t, r)
+	if n := totalOrders(t, w.db()); n != 1 {
+		t.Fatalf("%d orders, want 1", n)
+	}
+	if c := w.show(out.ID); len(c.Attempts) != 1 || c.State != "unknown" {
+		t.Fatalf("want one attempt, unknown; got %s with %d attempts", c.State, len(c.Attempts))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if refused != 1 {
+		t.Fatalf("%d resume GETs were refused, want exactly 1 (a refusal is final)", refused)
+	}
+	if s := w.run("stats"); strings.Contains(s.stdout, "resuming a broken stream (not resent) 1") {
+		t.Fatalf("stats counts a resume that was refused:\n%s", s.stdout)
 	}
 }
