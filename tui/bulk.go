@@ -569,7 +569,15 @@ func (m *Model) onReconciled(msg reconciledMsg) tea.Cmd {
 // bulkOver says what a run that has ended found and reloads the list.
 func (m *Model) bulkOver() tea.Cmd {
 	m.setMessage(m.bulk.summary(), false)
-	return tea.Batch(m.list.refresh(), m.scanLate())
+	cmds := []tea.Cmd{m.list.refresh(), m.scanLate()}
+	// Over several servers, each server the run queried lists its tools
+	// (once), so that R can tell which of its calls a retry is safe for.
+	for _, it := range m.bulk.items {
+		if it.call.State == pending.StateUnknown {
+			cmds = append(cmds, m.sh.callToolsCmd(it.call))
+		}
+	}
+	return tea.Batch(cmds...)
 }
 
 // onAccepted takes one mark of an accept; at its end it says how many

@@ -194,3 +194,29 @@ func dialogAction(m Model) pending.Action {
 	a, _ := m.dialog.Decision()
 	return a
 }
+
+// Over several servers, when a bulk query ends, each server it queried
+// lists its tools (once, however many of its calls), so R offers a retry
+// of the calls whose own server declares the key argument.
+func TestBulkQueryListsTheToolsOfItsServers(t *testing.T) {
+	e := newEnv(t)
+	e.unknownOrders(3)
+	e.findsOnly()
+	ct := &callToolsEngine{Guard: e.g, tools: testTools()}
+	o := e.options()
+	o.Engine, o.Server = ct, nil
+	o.Servers = fakeServers{names: []string{"orders-test"}, g: map[string]*guard.Guard{"orders-test": e.g},
+		srv: map[string]*fakeServer{"orders-test": e.srv}}
+	m := New(o)
+	m = step(t, m, tea.WindowSizeMsg{Width: 120, Height: 30})
+	m = settle(t, m, m.Init())
+	m = press(t, m, m.list.keys.PickAll)
+	m = press(t, m, m.list.keys.Reconcile)
+	for m.bulk.group < len(guard.Findings) && guard.Findings[m.bulk.group] != guard.FindingNotFound {
+		m = press(t, m, m.bulk.keys.Down)
+	}
+	safe, unsafe := m.bulk.retryable()
+	if ct.asked != 1 || len(safe) != 3 || unsafe != 0 {
+		t.Fatalf("after the bulk query: tools asked %d times, %d safe to retry, %d not; want asked once, 3 safe", ct.asked, len(safe), unsafe)
+	}
+}
