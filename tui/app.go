@@ -260,9 +260,8 @@ func (sh *shared) writeClock(tool string) time.Duration {
 	return guard.DefaultWriteTimeout
 }
 
-// listsToolsOf: the tools listed (sh.tools) are those of the server c was
-// made on. Over several servers they are the picked server's only.
-// Over several servers, they are those its own server listed for it
+// listsToolsOf: the tools of the server c was made on are listed. Over
+// several servers, they are those its own server listed for it
 // (CallTools), else the picked server's when that is the call's.
 func (sh *shared) listsToolsOf(c pending.Call) bool {
 	_, ok := sh.toolsListOf(c)

@@ -117,10 +117,11 @@ func disabledReason(a pending.Action, c pending.Call, ok bool) string {
 }
 
 // compensateReason is why c cannot be compensated (K), in one line, or ""
-// when it can: undone already (a cancel of it succeeded), the guard's preview of the cancel decides (a read, a state
-// that may not be undone, no cancel_tool in the policy, cancel_args that
-// need what the call lacks), then the server's tools, once listed (the
-// cancel_tool missing, or a read).
+// when it can: undone already (a cancel of it succeeded), then the
+// guard's preview of the cancel decides (a read, a state that may not be
+// undone, no cancel_tool in the policy, cancel_args that need what the
+// call lacks), then its server's tools, once listed (the cancel_tool
+// missing, or a read).
 func (sh *shared) compensateReason(c pending.Call) string {
 	name := fmt.Sprintf("call %d (%s)", c.ID, displayName(c.Tool))
 	e := sh.opts.Engine
