@@ -209,9 +209,12 @@ func (e *env) options() Options {
 }
 
 // model is a console on env, sized, with its first loads done.
-func (e *env) model(w, h int) Model {
+func (e *env) model(w, h int) Model { return e.modelWith(e.options(), w, h) }
+
+// modelWith is model on options o (e.options, changed).
+func (e *env) modelWith(o Options, w, h int) Model {
 	e.t.Helper()
-	m := New(e.options())
+	m := New(o)
 	m = step(e.t, m, tea.WindowSizeMsg{Width: w, Height: h})
 	return settle(e.t, m, m.Init())
 }

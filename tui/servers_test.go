@@ -35,6 +35,19 @@ func (f fakeServers) Status(n string) ServerStatus {
 	return nil
 }
 
+// overServers is o made a console over several servers: e's own, named
+// first, then others, each guarded on e's journal, in that order.
+func (e *env) overServers(o Options, first string, others ...*fakeServer) Options {
+	fs := fakeServers{names: []string{first}, g: map[string]*guard.Guard{first: e.g}, srv: map[string]*fakeServer{first: e.srv}}
+	for _, s := range others {
+		fs.names = append(fs.names, s.name)
+		fs.g[s.name] = guard.New(e.j, s, guard.Options{Policy: e.policy, Operator: "ops"})
+		fs.srv[s.name] = s
+	}
+	o.Server, o.Servers = nil, fs
+	return o
+}
+
 // Over several servers: nothing is listed before a server is picked, c
 // picks the server first, its tools are that server's, and the status bar
 // names every server.
@@ -42,14 +55,8 @@ func TestConsoleOverSeveralServers(t *testing.T) {
 	e := newEnv(t)
 	e.seed()
 	other := &fakeServer{name: "billing", tools: testTools()[:1], answer: ordersAnswer, seen: map[string]int{}}
-	g2 := guard.New(e.j, other, guard.Options{Policy: e.policy, Operator: "ops"})
-	o := e.options()
-	o.Server = nil
-	o.Servers = fakeServers{names: []string{"shop", "billing"},
-		g: map[string]*guard.Guard{"shop": e.g, "billing": g2}, srv: map[string]*fakeServer{"shop": e.srv, "billing": other}}
-	m := New(o)
-	m = step(t, m, tea.WindowSizeMsg{Width: 160, Height: 40})
-	m = settle(t, m, m.Init())
+	o := e.overServers(e.options(), "shop", other)
+	m := e.modelWith(o, 160, 40)
 	if m.sh.toolsLoaded || len(m.sh.tools) > 0 {
 		t.Fatalf("tools listed before a server was picked: %d", len(m.sh.tools))
 	}
@@ -68,7 +75,7 @@ func TestConsoleOverSeveralServers(t *testing.T) {
 	if m.sh.picked != "billing" || !m.sh.toolsLoaded || len(m.sh.tools) != 1 {
 		t.Fatalf("picked %q, loaded %v, %d tools; want billing's 1 tool", m.sh.picked, m.sh.toolsLoaded, len(m.sh.tools))
 	}
-	if m.sh.newCallEngine() != Engine(g2) {
+	if m.sh.newCallEngine() != o.Servers.Engine("billing") {
 		t.Error("new calls would not go to the picked server's engine")
 	}
 	m = step(t, m, keyMsg("esc"))
@@ -99,14 +106,7 @@ func TestRetrySafeOnlyByTheCallsOwnServer(t *testing.T) {
 	e := newEnv(t)
 	e.seed()
 	other := &fakeServer{name: "billing", tools: testTools(), answer: ordersAnswer, seen: map[string]int{}}
-	g2 := guard.New(e.j, other, guard.Options{Policy: e.policy, Operator: "ops"})
-	o := e.options()
-	o.Server = nil
-	o.Servers = fakeServers{names: []string{"orders-test", "billing"},
-		g: map[string]*guard.Guard{"orders-test": e.g, "billing": g2}, srv: map[string]*fakeServer{"orders-test": e.srv, "billing": other}}
-	m := New(o)
-	m = step(t, m, tea.WindowSizeMsg{Width: 160, Height: 40})
-	m = settle(t, m, m.Init())
+	m := e.modelWith(e.overServers(e.options(), "orders-test", other), 160, 40)
 	c := e.find(pending.StateUnknown, "create_order")
 	if c.Server != "orders-test" {
 		t.Fatalf("seeded call on %q", c.Server)
@@ -152,13 +152,9 @@ func TestRetryDialogWaitsForTheCallsOwnServerTools(t *testing.T) {
 			if fail {
 				ct.tools, ct.err = nil, errors.New("server gone")
 			}
-			o := e.options()
-			o.Engine, o.Server = ct, nil
-			o.Servers = fakeServers{names: []string{"orders-test"}, g: map[string]*guard.Guard{"orders-test": e.g},
-				srv: map[string]*fakeServer{"orders-test": e.srv}}
-			m := New(o)
-			m = step(t, m, tea.WindowSizeMsg{Width: 160, Height: 40})
-			m = settle(t, m, m.Init())
+			o := e.overServers(e.options(), "orders-test")
+			o.Engine = ct
+			m := e.modelWith(o, 160, 40)
 			c := e.find(pending.StateUnknown, "create_order")
 			m = selectCall(t, m, func(x pending.Call) bool { return x.ID == c.ID })
 			if m.sh.listsToolsOf(c) {
@@ -203,13 +199,9 @@ func TestBulkQueryListsTheToolsOfItsServers(t *testing.T) {
 	e.unknownOrders(3)
 	e.findsOnly()
 	ct := &callToolsEngine{Guard: e.g, tools: testTools()}
-	o := e.options()
-	o.Engine, o.Server = ct, nil
-	o.Servers = fakeServers{names: []string{"orders-test"}, g: map[string]*guard.Guard{"orders-test": e.g},
-		srv: map[string]*fakeServer{"orders-test": e.srv}}
-	m := New(o)
-	m = step(t, m, tea.WindowSizeMsg{Width: 120, Height: 30})
-	m = settle(t, m, m.Init())
+	o := e.overServers(e.options(), "orders-test")
+	o.Engine = ct
+	m := e.modelWith(o, 120, 30)
 	m = press(t, m, m.list.keys.PickAll)
 	m = press(t, m, m.list.keys.Reconcile)
 	for m.bulk.group < len(guard.Findings) && guard.Findings[m.bulk.group] != guard.FindingNotFound {
