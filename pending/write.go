@@ -106,27 +106,14 @@ func (j *Journal) RecordIntent(ctx context.Context, in Intent) (Call, error) {
 		if err := j.lockIntents(ctx, c, in.Server, in.Tool); err != nil {
 			return err
 		}
-		var other int64
-		var state State
-		var fp string
-		err := j.queryRow(ctx, c, "SELECT id, state, fingerprint FROM calls WHERE server = ? AND tool = ? AND key = ?",
-			in.Server, in.Tool, in.Key).Scan(&other, &state, &fp)
-		if err == nil {
-			return &KeyExistsError{CallID: other, State: state, Fingerprint: fp}
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
+		if err := j.checkIntent(ctx, c, in, now); err != nil {
 			return err
-		}
-		if in.Hold {
-			if err := j.checkHold(ctx, c, in, now); err != nil {
-				return err
-			}
 		}
 		var compensates any // NULL for a call that undoes none
 		if in.Compensates != 0 {
 			compensates = in.Compensates
 		}
-		err = j.queryRow(ctx, c, `INSERT INTO calls (server, server_alias, server_identity, tool, kind, kind_source,
+		err := j.queryRow(ctx, c, `INSERT INTO calls (server, server_alias, server_identity, tool, kind, kind_source,
 			key, args, fingerprint, redacted_seals, state, owner, created_at, updated_at, compensates)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'in_flight', ?, ?, ?, ?) RETURNING id`,
 			in.Server, in.ServerAlias, string(in.ServerIdentity), in.Tool, in.Kind, in.KindSource, in.Key,
@@ -134,9 +121,8 @@ func (j *Journal) RecordIntent(ctx context.Context, in Intent) (Call, error) {
 		if err != nil {
 			return err
 		}
-		_, err = j.exec(ctx, c, "INSERT INTO attempts (call_id, n, session, owner, sent_at) VALUES (?, 1, ?, ?, ?)",
+		return j.execAtCommit(ctx, c, "INSERT INTO attempts (call_id, n, session, owner, sent_at) VALUES (?, 1, ?, ?, ?)",
 			id, in.Session, j.Owner(), ts)
-		return err
 	})
 	if errors.Is(err, ErrCommitUnconfirmed) {
 		return Call{}, j.settleUnconfirmedIntent(ctx, in, err)
@@ -153,32 +139,46 @@ func (j *Journal) RecordIntent(ctx context.Context, in Intent) (Call, error) {
 	}, nil
 }
 
-// checkHold is the resend hold, inside the intent's transaction: an
-// identical call still open, or settled late within the hold and not yet
-// acknowledged, keeps the new one from being sent.
-func (j *Journal) checkHold(ctx context.Context, c *sql.Conn, in Intent, now time.Time) error {
+// checkIntent runs, inside the intent's transaction, the key check (a
+// call of the server and tool with this key already exists) and the resend
+// hold (an identical call still open, or settled late within the hold and
+// not yet acknowledged, keeps the new one from being sent), in that order
+// of precedence, as one statement: on PostgreSQL each is a round trip.
+func (j *Journal) checkIntent(ctx context.Context, c *sql.Conn, in Intent, now time.Time) error {
 	legacy := in.LegacyFingerprint
 	if legacy == "" {
 		legacy = in.Fingerprint
 	}
+	query := `SELECT 1, id, state, fingerprint FROM calls WHERE server = ? AND tool = ? AND key = ?`
+	args := []any{in.Server, in.Tool, in.Key}
+	if in.Hold {
+		query += ` UNION ALL SELECT * FROM (SELECT 2, id, state, fingerprint FROM calls
+			WHERE server = ? AND tool = ? AND fingerprint IN (?, ?) AND state IN ('in_flight', 'unknown')
+			ORDER BY id LIMIT 1) AS held`
+		args = append(args, in.Server, in.Tool, in.Fingerprint, legacy)
+		if in.LateHold > 0 {
+			query += ` UNION ALL SELECT * FROM (SELECT 3, id, state, fingerprint FROM calls
+				WHERE server = ? AND tool = ? AND fingerprint IN (?, ?)
+				AND late_settled_at <> '' AND acked_at = '' AND late_settled_at >= ? ORDER BY id DESC LIMIT 1) AS late`
+			args = append(args, in.Server, in.Tool, in.Fingerprint, legacy, formatTime(now.Add(-in.LateHold)))
+		}
+	}
+	var which int
 	var other int64
 	var state State
-	err := j.queryRow(ctx, c, `SELECT id FROM calls WHERE server = ? AND tool = ? AND fingerprint IN (?, ?)
-		AND state IN ('in_flight', 'unknown') ORDER BY id LIMIT 1`, in.Server, in.Tool, in.Fingerprint, legacy).Scan(&other)
-	if err == nil {
+	var fp string
+	err := j.queryRow(ctx, c, query+" ORDER BY 1 LIMIT 1", args...).Scan(&which, &other, &state, &fp)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return err
+	case which == 1:
+		return &KeyExistsError{CallID: other, State: state, Fingerprint: fp}
+	case which == 2:
 		return &HeldError{CallID: other}
 	}
-	if !errors.Is(err, sql.ErrNoRows) || in.LateHold <= 0 {
-		return ignoreNoRows(err)
-	}
-	since := formatTime(now.Add(-in.LateHold))
-	err = j.queryRow(ctx, c, `SELECT id, state FROM calls WHERE server = ? AND tool = ? AND fingerprint IN (?, ?)
-		AND late_settled_at <> '' AND acked_at = '' AND late_settled_at >= ? ORDER BY id DESC LIMIT 1`,
-		in.Server, in.Tool, in.Fingerprint, legacy, since).Scan(&other, &state)
-	if err == nil {
-		return &LateSettledError{CallID: other, State: state}
-	}
-	return ignoreNoRows(err)
+	return &LateSettledError{CallID: other, State: state}
 }
 
 func ignoreNoRows(err error) error {
@@ -274,13 +274,12 @@ func (j *Journal) RecordOutcome(ctx context.Context, callID int64, n int, o Outc
 		if err != nil {
 			return err
 		}
-		if _, err := j.exec(ctx, c, `UPDATE attempts SET outcome = ?, reason = ?, clock = ?, ended_at = ?,
+		if err := j.execAtCommit(ctx, c, `UPDATE attempts SET outcome = ?, reason = ?, clock = ?, ended_at = ?,
 			result = ?, error = ?, rpc_id = ?, session = CASE WHEN ? = 0 THEN session ELSE ? END WHERE call_id = ? AND n = ?`,
 			outcome, o.Reason, o.Clock, ts, nullJSON(o.Result), nullJSON(o.Error), o.RPCID, o.Session, o.Session, callID, n); err != nil {
 			return err
 		}
-		_, err = j.exec(ctx, c, "UPDATE calls SET state = ?, reason = ?, updated_at = ? WHERE id = ?", to, o.Reason, ts, callID)
-		return err
+		return j.execAtCommit(ctx, c, "UPDATE calls SET state = ?, reason = ?, updated_at = ? WHERE id = ?", to, o.Reason, ts, callID)
 	})
 }
 

@@ -212,6 +212,18 @@ func (j *Journal) exec(ctx context.Context, c *sql.Conn, query string, args ...a
 	return st.ExecContext(ctx, args...)
 }
 
+// execAtCommit runs a statement whose result no one reads, among the last
+// of a write: on SQLite now, through exec; on PostgreSQL it is sent with
+// the COMMIT, in the same round trip (pgConn), or before any statement
+// that follows it. Its error, if any, is the write's.
+func (j *Journal) execAtCommit(ctx context.Context, c *sql.Conn, query string, args ...any) error {
+	if j.pg == nil {
+		_, err := j.exec(ctx, c, query, args...)
+		return err
+	}
+	return c.Raw(func(dc any) error { return dc.(*pgConn).deferExec(query, args) })
+}
+
 func (j *Journal) queryRow(ctx context.Context, c *sql.Conn, query string, args ...any) *sql.Row {
 	if j.pg != nil {
 		return c.QueryRowContext(ctx, query, args...)
