@@ -55,6 +55,10 @@ import (
 //   - The fingerprint secret lives in the table mcp_confirm_secret, apart
 //     from the calls (see pgMigrations).
 
+// pgTestDial, set by tests only, wraps the journal's connections (to
+// count the round trips a write makes).
+var pgTestDial func(pgconn.DialFunc) pgconn.DialFunc
+
 // IsPostgres reports whether db names a PostgreSQL journal rather than a
 // SQLite file: a postgres:// or postgresql:// URL, or a libpq key/value
 // string ("host=/run/postgresql dbname=team").
@@ -151,6 +155,9 @@ func openPG(ctx context.Context, conn string, opts Options, readOnly bool) (*Jou
 	// The journal's statements are cheap to plan; plan each for its values.
 	if _, set := config.RuntimeParams["plan_cache_mode"]; !set {
 		config.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+	}
+	if pgTestDial != nil {
+		config.DialFunc = pgTestDial(config.DialFunc)
 	}
 	name := pgName(config)
 	refuse := func(what string, err error) (*Journal, error) {
@@ -272,9 +279,9 @@ func (p *pgBackend) tx(ctx context.Context, j *Journal, level durability, fn fun
 	// A write's statements find their rows by key, which a generic plan
 	// does as well as a custom one, and planning each run was a third of
 	// an intent's time (force_custom_plan is for the lists; openPG).
-	begin := "BEGIN; SET LOCAL plan_cache_mode = auto"
+	setup := []string{"SET LOCAL plan_cache_mode = auto"}
 	if level == lazy {
-		begin += "; SET LOCAL synchronous_commit = off"
+		setup = append(setup, "SET LOCAL synchronous_commit = off")
 	}
 	var pc *pgConn
 	if err := c.Raw(func(dc any) error { pc = dc.(*pgConn); return nil }); err != nil {
@@ -285,14 +292,12 @@ func (p *pgBackend) tx(ctx context.Context, j *Journal, level durability, fn fun
 		// cannot both commit, and sixteen at once would mostly run again.
 		// They queue on the chain's advisory lock instead, taken before the
 		// transaction's snapshot so that each sees the one before it.
-		lock := fmt.Sprintf("SELECT pg_advisory_lock(%d, %d)", pgLockClass, pgLockChain)
-		if _, err := c.ExecContext(ctx, lock+"; "+begin); err != nil {
+		if _, err := c.ExecContext(ctx, "SELECT pg_advisory_lock(?, ?)", pgLockClass, pgLockChain); err != nil {
 			return false, fmt.Errorf("wait for the decision chain: %w", err)
 		}
-		defer c.ExecContext(context.Background(), fmt.Sprintf("SELECT pg_advisory_unlock(%d, %d)", pgLockClass, pgLockChain))
-	} else {
-		pc.prefix = begin
+		defer c.ExecContext(context.Background(), "SELECT pg_advisory_unlock(?, ?)", pgLockClass, pgLockChain)
 	}
+	pc.begin(setup...)
 	ended := false
 	defer func() {
 		if !ended && pc.discard() {
@@ -377,9 +382,15 @@ func (j *Journal) lockIntents(ctx context.Context, c *sql.Conn, server, tool str
 	}
 	h := fnv.New32a()
 	h.Write([]byte(server + "\x00" + tool))
-	// Numbers in the text, not arguments: a statement with none goes in
-	// one round trip with the BEGIN before it (pgConn).
-	_, err := j.exec(ctx, c, fmt.Sprintf("SELECT pg_advisory_xact_lock(%d, %d)", pgLockIntents, int32(h.Sum32())))
+	// First in the transaction: it goes with the BEGIN before it and the
+	// key check after it, in one round trip (pgConn). The check is the
+	// next statement, so it sees what the lock's last holder committed.
+	lock := fmt.Sprintf("SELECT pg_advisory_xact_lock(%d, %d)", pgLockIntents, int32(h.Sum32()))
+	var deferred bool
+	if err := c.Raw(func(dc any) error { deferred = dc.(*pgConn).deferSetup(lock); return nil }); err != nil || deferred {
+		return err
+	}
+	_, err := j.exec(ctx, c, lock)
 	return err
 }
 

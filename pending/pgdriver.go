@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,27 +52,77 @@ func (c pgConnector) Driver() driver.Driver { return c.base.Driver() }
 // pgConn is pgx's connection with its statements renumbered; everything
 // else (transactions, pings, session reset) is pgx's own, promoted.
 //
-// It also saves round trips, which cost 0.15-0.3 ms each on this machine
-// kind, about half of a bare insert's flush: a guarded write took 16 of
-// them. A write's transaction (pgBackend.tx) leaves two kinds of
-// statement with it to send later, in order, before anything else:
-//
-//   - prefix: simple statements that return nothing (BEGIN, SET LOCAL),
-//     sent in the same simple query as the next statement that has no
-//     arguments (an intent's lock), or alone before any other;
-//   - atCommit: statements whose results no one reads (an attempt's
-//     insert, an outcome's updates), sent in one pipeline with the
-//     notice and COMMIT (pgConn.commit); any other statement sends them
-//     first, so their order is always the order they were given in.
+// It also saves round trips, which cost 0.15-0.4 ms each on this machine
+// kind, about half of a bare insert with its flush: a guarded write took
+// 16 of them. A write's transaction (pgBackend.tx) leaves statements with
+// the connection, to be sent in order, in one pipeline, with the next
+// statement that is run (its BEGIN and SET LOCALs, an intent's lock, with
+// its first read) or with COMMIT (the statements whose results no one
+// reads: an attempt's insert, an outcome's updates; pgConn.commit).
 type pgConn struct {
 	*stdlib.Conn
-	prefix   string
-	atCommit []pgQueued
+	pending []pgQueued
+	// beginPending: BEGIN is among pending, so no statement of the
+	// transaction has reached the server yet.
+	beginPending bool
 }
 
 type pgQueued struct {
 	sql  string
 	args []any
+	// setup: a statement that changes nothing a commit would keep (BEGIN,
+	// SET LOCAL, a lock), so that a transaction of only these is no
+	// transaction at all.
+	setup bool
+}
+
+// begin leaves BEGIN and the given setup statements with the connection.
+func (c *pgConn) begin(setup ...string) {
+	c.pending, c.beginPending = []pgQueued{{sql: "BEGIN", setup: true}}, true
+	for _, q := range setup {
+		c.pending = append(c.pending, pgQueued{sql: q, setup: true})
+	}
+}
+
+// deferSetup leaves a setup statement with the connection if BEGIN has
+// not gone yet, and says whether it did.
+func (c *pgConn) deferSetup(query string) bool {
+	if !c.beginPending {
+		return false
+	}
+	c.pending = append(c.pending, pgQueued{sql: query, setup: true})
+	return true
+}
+
+// deferExec leaves a statement with the connection, to go with the next
+// one, or with COMMIT. Its arguments are converted as database/sql
+// converts them, then stored as text PostgreSQL can hold
+// (CheckNamedValue).
+func (c *pgConn) deferExec(query string, args []any) error {
+	q := pgQueued{sql: rebind(query), args: make([]any, len(args))}
+	for i, a := range args {
+		v, err := pgValue(a)
+		if err != nil {
+			return fmt.Errorf("argument %d of %q: %w", i+1, query, err)
+		}
+		q.args[i] = v
+	}
+	c.pending = append(c.pending, q)
+	return nil
+}
+
+func pgValue(a any) (any, error) {
+	v, err := driver.DefaultParameterConverter.ConvertValue(a)
+	if err != nil {
+		return nil, err
+	}
+	switch t := v.(type) {
+	case string:
+		v = pgText(t)
+	case []byte:
+		v = pgText(string(t))
+	}
+	return v, nil
 }
 
 func (c *pgConn) Prepare(query string) (driver.Stmt, error) {
@@ -86,14 +137,22 @@ func (c *pgConn) PrepareContext(ctx context.Context, query string) (driver.Stmt,
 }
 
 func (c *pgConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if c.prefix != "" && len(args) == 0 && len(c.atCommit) == 0 {
-		query, c.prefix = c.prefix+"; "+query, ""
-		return c.Conn.ExecContext(ctx, query, nil) // one simple query: no arguments
+	if len(c.pending) == 0 {
+		return c.Conn.ExecContext(ctx, rebind(query), args)
 	}
-	if err := c.sendPending(ctx); err != nil {
+	values := make([]any, len(args))
+	for i, a := range args {
+		values[i] = a.Value // already through CheckNamedValue
+	}
+	var tag pgconn.CommandTag
+	err := c.pipeline(ctx, query, values, func(br pgx.BatchResults) (err error) {
+		tag, err = br.Exec()
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
-	return c.Conn.ExecContext(ctx, rebind(query), args)
+	return driver.RowsAffected(tag.RowsAffected()), nil
 }
 
 func (c *pgConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
@@ -103,107 +162,97 @@ func (c *pgConn) QueryContext(ctx context.Context, query string, args []driver.N
 	return c.Conn.QueryContext(ctx, rebind(query), args)
 }
 
-// deferExec keeps a statement to send with the next one, or with COMMIT.
-// Its arguments are converted as database/sql converts them, then stored
-// as text PostgreSQL can hold (CheckNamedValue).
-func (c *pgConn) deferExec(query string, args []any) error {
-	q := pgQueued{sql: rebind(query), args: make([]any, len(args))}
+// queryRow runs query with what is pending, in one pipeline, and scans
+// its first row into dest (sql.ErrNoRows if it has none: pgx.ErrNoRows
+// is one).
+func (c *pgConn) queryRow(ctx context.Context, query string, args []any, dest []any) error {
+	values := make([]any, len(args))
 	for i, a := range args {
-		v, err := driver.DefaultParameterConverter.ConvertValue(a)
+		v, err := pgValue(a)
 		if err != nil {
 			return fmt.Errorf("argument %d of %q: %w", i+1, query, err)
 		}
-		switch t := v.(type) {
-		case string:
-			v = pgText(t)
-		case []byte:
-			v = pgText(string(t))
-		}
-		q.args[i] = v
+		values[i] = v
 	}
-	c.atCommit = append(c.atCommit, q)
-	return nil
+	return c.pipeline(ctx, query, values, func(br pgx.BatchResults) error {
+		return br.QueryRow().Scan(dest...)
+	})
 }
 
-// sendPending sends what is left with the connection, in order.
-func (c *pgConn) sendPending(ctx context.Context) error {
-	if c.prefix != "" {
-		prefix := c.prefix
-		c.prefix = ""
-		if _, err := c.Conn.Conn().Exec(ctx, prefix); err != nil {
+// pipeline sends what is pending and then query in one batch, and reads
+// query's result with last. A pending statement that fails is the error,
+// and query is not run (a pipeline skips to its end after an error).
+func (c *pgConn) pipeline(ctx context.Context, query string, args []any, last func(pgx.BatchResults) error) error {
+	b := &pgx.Batch{}
+	n := c.take(b)
+	b.Queue(rebind(query), args...)
+	br := c.Conn.Conn().SendBatch(ctx, b)
+	for range n {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
 			return err
 		}
 	}
-	if len(c.atCommit) == 0 {
+	err := last(br)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// take queues what is pending on b, and says how many.
+func (c *pgConn) take(b *pgx.Batch) int {
+	for _, q := range c.pending {
+		b.Queue(q.sql, q.args...)
+	}
+	n := len(c.pending)
+	c.pending, c.beginPending = nil, false
+	return n
+}
+
+// sendPending sends what is pending, in order, and nothing else.
+func (c *pgConn) sendPending(ctx context.Context) error {
+	if len(c.pending) == 0 {
 		return nil
 	}
 	b := &pgx.Batch{}
-	c.queue(b)
+	c.take(b)
 	return c.Conn.Conn().SendBatch(ctx, b).Close()
 }
 
-func (c *pgConn) queue(b *pgx.Batch) {
-	for _, q := range c.atCommit {
-		b.Queue(q.sql, q.args...)
-	}
-	c.atCommit = nil
-}
-
-// commit sends what is left, the change notice and COMMIT in one
+// commit sends what is pending, the change notice and COMMIT in one
 // pipeline, and reports COMMIT's tag. A statement that fails before
 // COMMIT leaves the transaction aborted, and COMMIT unsent (a pipeline
 // skips to its end after an error): commit rolls it back itself, and
 // returns that statement's error.
 func (c *pgConn) commit(ctx context.Context, notify string) (pgconn.CommandTag, error) {
-	if c.prefix != "" && len(c.atCommit) == 0 { // nothing was run: no transaction to end
-		c.prefix = ""
+	if c.beginPending && !slices.ContainsFunc(c.pending, func(q pgQueued) bool { return !q.setup }) {
+		c.pending, c.beginPending = nil, false // nothing was run: no transaction to end
 		return pgconn.NewCommandTag("COMMIT"), nil
 	}
-	if c.prefix != "" { // a batch's statements take no multi-statement text
-		prefix := c.prefix
-		c.prefix = ""
-		if _, err := c.Conn.Conn().Exec(ctx, prefix); err != nil {
-			c.atCommit = nil
-			return pgconn.CommandTag{}, err
-		}
-	}
-	b := &pgx.Batch{}
-	c.queue(b)
-	before := b.Len()
-	b.Queue(notify)
-	b.Queue("COMMIT")
-	br := c.Conn.Conn().SendBatch(ctx, b)
-	var failed error
-	for range before + 1 {
-		if _, err := br.Exec(); err != nil {
-			failed = err
-			break
-		}
-	}
+	c.pending = append(c.pending, pgQueued{sql: notify})
 	var tag pgconn.CommandTag
-	if failed == nil {
-		tag, failed = br.Exec()
-		if cerr := br.Close(); failed == nil {
-			failed = cerr
-		}
-		return tag, failed
-	}
-	_ = br.Close()
+	reached := false // COMMIT ran: it ends the transaction, whatever it says
+	err := c.pipeline(ctx, "COMMIT", nil, func(br pgx.BatchResults) (err error) {
+		reached = true
+		tag, err = br.Exec()
+		return err
+	})
 	var pe *pgconn.PgError
-	if !errors.As(failed, &pe) {
-		return tag, failed // no answer: it may have got as far as COMMIT
+	if reached || !errors.As(err, &pe) {
+		return tag, err // committed, refused at COMMIT, or no answer: it may have got as far as COMMIT
 	}
-	if _, err := c.Conn.Conn().Exec(ctx, "ROLLBACK"); err != nil {
+	if _, rerr := c.Conn.Conn().Exec(ctx, "ROLLBACK"); rerr != nil {
 		_ = c.Conn.Conn().Close(ctx) // and the pool drops it (ResetSession)
 	}
-	return tag, failed
+	return tag, err
 }
 
-// discard forgets what is left, for a transaction rolled back; begun says
-// whether BEGIN was sent, so that there is something to roll back.
+// discard forgets what is pending, for a transaction rolled back, and
+// says whether BEGIN had gone, so that there is something to roll back.
 func (c *pgConn) discard() (begun bool) {
-	begun = c.prefix == ""
-	c.prefix, c.atCommit = "", nil
+	begun = !c.beginPending
+	c.pending, c.beginPending = nil, false
 	return begun
 }
 

@@ -224,15 +224,43 @@ func (j *Journal) execAtCommit(ctx context.Context, c *sql.Conn, query string, a
 	return c.Raw(func(dc any) error { return dc.(*pgConn).deferExec(query, args) })
 }
 
-func (j *Journal) queryRow(ctx context.Context, c *sql.Conn, query string, args ...any) *sql.Row {
+// rowScanner is a *sql.Row, or on PostgreSQL a pgRow.
+type rowScanner interface{ Scan(dest ...any) error }
+
+func (j *Journal) queryRow(ctx context.Context, c *sql.Conn, query string, args ...any) rowScanner {
 	if j.pg != nil {
-		return c.QueryRowContext(ctx, query, args...)
+		return pgRow{ctx: ctx, c: c, query: query, args: args}
 	}
 	st, err := j.prepared(ctx, c, query)
 	if err != nil {
 		return c.QueryRowContext(ctx, query, args...) // reports the same error through Scan
 	}
 	return st.QueryRowContext(ctx, args...)
+}
+
+// pgRow is a write's one-row query on PostgreSQL, run when it is scanned:
+// with the statements pending on the connection, in one round trip, when
+// there are any (pgConn.queryRow).
+type pgRow struct {
+	ctx   context.Context
+	c     *sql.Conn
+	query string
+	args  []any
+}
+
+func (r pgRow) Scan(dest ...any) error {
+	var pending bool
+	err := r.c.Raw(func(dc any) error {
+		pc := dc.(*pgConn)
+		if pending = len(pc.pending) > 0; pending {
+			return pc.queryRow(r.ctx, r.query, r.args, dest)
+		}
+		return nil
+	})
+	if pending || err != nil {
+		return err
+	}
+	return r.c.QueryRowContext(r.ctx, r.query, r.args...).Scan(dest...)
 }
 
 func (j *Journal) prepared(ctx context.Context, c *sql.Conn, query string) (*sql.Stmt, error) {
