@@ -431,6 +431,26 @@ func (m Model) Init() tea.Cmd {
 // Update routes messages in a fixed order: size, the open dialog, global
 // keys, app-level results, then the active screen only.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	nm, cmd := m.update(msg)
+	if endsServerWork(msg) { // a server may have started, or died: show it now, not at the next tick
+		cmd = tea.Batch(cmd, nowCmd(nm.(Model).sh.opts))
+	}
+	return nm, cmd
+}
+
+// endsServerWork says msg is the end of something a server did for one
+// call (its tools listed, a query, a retry, a compensation, a new call). A
+// bulk run's answers are left to the ticks: one snapshot per answer of a
+// thousand would be a thousand reads of every server's state.
+func endsServerWork(msg tea.Msg) bool {
+	switch msg.(type) {
+	case toolsLoadedMsg, queriedMsg, retriedMsg, compensatedMsg, callDoneMsg:
+		return true
+	}
+	return false
+}
+
+func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if ws, ok := msg.(tea.WindowSizeMsg); ok {
 		m.setSize(ws.Width, ws.Height)
 		return m, nil

@@ -32,9 +32,14 @@ func tickCmd(d time.Duration, o Options) tea.Cmd {
 	return tea.Tick(d, func(time.Time) tea.Msg { return snapTick(o) })
 }
 
-// nowCmd reads the clock and the server state at once (the first frame).
+// nowCmd reads the clock and the server state at once (the first frame,
+// and after a server's work ends), beside the ticks.
 func nowCmd(o Options) tea.Cmd {
-	return func() tea.Msg { return snapTick(o) }
+	return func() tea.Msg {
+		t := snapTick(o)
+		t.OutOfTurn = true
+		return t
+	}
 }
 
 // snapTick is the time and the state of the server, or of each server.

@@ -16,9 +16,12 @@ import (
 // tickMsg is the clock: ages and the in-flight timer come from it, and it
 // carries a snapshot of the server's state for the status bar.
 type tickMsg struct {
-	Now     time.Time
-	Server  serverSnap
-	Servers []serverSnap // a console over several servers (Options.Servers)
+	// OutOfTurn: a snapshot taken between ticks (nowCmd); the clock's own
+	// tick schedules the next one, this does not.
+	OutOfTurn bool
+	Now       time.Time
+	Server    serverSnap
+	Servers   []serverSnap // a console over several servers (Options.Servers)
 }
 
 // serverSnap is what the status bar shows of the server.

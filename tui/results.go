@@ -19,6 +19,9 @@ import (
 func (m *Model) onTick(t tickMsg) tea.Cmd {
 	m.sh.now, m.sh.server, m.sh.servers = t.Now, t.Server, t.Servers
 	m.detail.refresh()
+	if t.OutOfTurn {
+		return nil // Init started the clock's own ticks; a second chain would double them
+	}
 	return tickCmd(m.sh.opts.Tick, m.sh.opts)
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/guard"
+	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 	"github.com/mcp-confirm/mcp-confirm/pending"
 )
 
@@ -212,3 +213,59 @@ func TestBulkQueryListsTheToolsOfItsServers(t *testing.T) {
 		t.Fatalf("after the bulk query: tools asked %d times, %d safe to retry, %d not; want asked once, 3 safe", ct.asked, len(safe), unsafe)
 	}
 }
+
+// startingServer is a fakeServer that is not started until its tools are
+// first listed (as a fleet server starts on first use).
+type startingServer struct {
+	*fakeServer
+	started bool
+}
+
+func (s *startingServer) State() mcpclient.SessionState {
+	if s.started {
+		return mcpclient.StateRunning
+	}
+	return mcpclient.StateNew
+}
+
+func (s *startingServer) Tools(ctx context.Context) ([]mcp.Tool, error) {
+	s.started = true
+	return s.fakeServer.Tools(ctx)
+}
+
+// The status bar shows a server started by the console's own work (here:
+// picked, so its tools are listed) when that work ends, not at the next
+// clock tick (settle drops the ticks after the first).
+func TestStatusBarShowsAServerStartedAtOnce(t *testing.T) {
+	e := newEnv(t)
+	e.seed()
+	billing := &startingServer{fakeServer: &fakeServer{name: "billing", tools: testTools()[:1], answer: ordersAnswer, seen: map[string]int{}}}
+	o := e.options()
+	o.Server, o.Servers = nil, startingServers{names: []string{"shop", "billing"},
+		g:   map[string]*guard.Guard{"shop": e.g, "billing": guard.New(e.j, billing, guard.Options{Policy: e.policy, Operator: "ops"})},
+		srv: map[string]ServerStatus{"shop": e.srv, "billing": billing}}
+	m := e.modelWith(o, 160, 40)
+	if bar := flat(m.statusBar()); !strings.Contains(bar, "billing not started") {
+		t.Fatalf("status bar before billing is used: %q", bar)
+	}
+	m = press(t, m, m.list.keys.NewCall)
+	m = step(t, m, keyMsg("down"))
+	m = step(t, m, keyMsg("enter"))
+	if !billing.started {
+		t.Fatal("picking billing did not list its tools")
+	}
+	if bar := flat(m.statusBar()); !strings.Contains(bar, "billing running") {
+		t.Errorf("status bar once billing's tools are listed: %q", bar)
+	}
+}
+
+// startingServers is Options.Servers with any ServerStatus per name.
+type startingServers struct {
+	names []string
+	g     map[string]*guard.Guard
+	srv   map[string]ServerStatus
+}
+
+func (f startingServers) Names() []string              { return f.names }
+func (f startingServers) Engine(n string) Engine       { return f.g[n] }
+func (f startingServers) Status(n string) ServerStatus { return f.srv[n] }
