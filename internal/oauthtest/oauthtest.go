@@ -6,6 +6,13 @@
 // were asked for (RFC 8707). /authorize asks nobody: it redirects straight
 // back with a code, so a test plays the browser by fetching the URL.
 //
+// A refresh token is good for one refresh. One presented again after its
+// use is taken for a stolen one, as OAuth 2.1 (§4.3.1) and the OAuth
+// security BCP (RFC 9700 §4.14.2) have servers do: the request is refused
+// and the whole grant (every access and refresh token descended from the
+// one authorization code) is revoked, so that the client that refreshed
+// first is logged out too.
+//
 // Protect wraps an MCP endpoint as a protected resource (RFC 9728): it
 // serves the resource's metadata and answers 401 with a WWW-Authenticate
 // resource_metadata challenge to a request without a valid token.
@@ -39,6 +46,10 @@ type Options struct {
 	NoRegistration bool
 	// NoPKCE leaves code_challenge_methods_supported out of the metadata.
 	NoPKCE bool
+	// RefreshDelay is how long the token endpoint takes to answer a
+	// refresh_token grant, as a remote server over a network does: it
+	// widens the window in which two clients refresh at once.
+	RefreshDelay time.Duration
 }
 
 // Server is a running authorization server. Its counters say what clients
@@ -53,6 +64,7 @@ type Server struct {
 	codes    map[string]grant    // authorization codes, single use
 	access   map[string]grant    // access token → its grant; expires
 	refresh  map[string]grant    // refresh token → its grant; single use (rotated)
+	used     map[string]string   // refresh token already used → its grant's family
 	counts   Counts
 	refusals []string // why the token endpoint refused, for test messages
 }
@@ -64,9 +76,14 @@ type Counts struct {
 	Exchanges      int // codes exchanged for tokens
 	Refreshes      int // refresh_token grants answered with new tokens
 	Refused        int // token requests refused
+	// Reuses are refresh_token grants with a refresh token already used
+	// (refused, and their grant revoked): a client that refreshed twice
+	// with one token, or two clients that refreshed at once.
+	Reuses int
 }
 
 type grant struct {
+	family    string // one per authorization code: the tokens it and its refreshes gave
 	client    string
 	redirect  string
 	challenge string
@@ -85,7 +102,7 @@ func NewServer(t testing.TB, opts Options) *Server {
 		opts.Leeway = 2 * time.Second
 	}
 	s := &Server{opts: opts, clients: map[string][]string{}, secrets: map[string]string{}, codes: map[string]grant{},
-		access: map[string]grant{}, refresh: map[string]grant{}}
+		access: map[string]grant{}, refresh: map[string]grant{}, used: map[string]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", s.metadata)
 	if !opts.NoRegistration {
@@ -254,6 +271,9 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := r.PostForm
+	if f.Get("grant_type") == "refresh_token" && s.opts.RefreshDelay > 0 {
+		time.Sleep(s.opts.RefreshDelay) // before the lock: refreshes overlap
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	refuse := func(code, why string) {
@@ -293,10 +313,21 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		g = c
+		g.family = "grant-" + random()
 		s.counts.Exchanges++
 	case "refresh_token":
-		old, ok := s.refresh[f.Get("refresh_token")]
-		delete(s.refresh, f.Get("refresh_token")) // rotated: single use
+		presented := f.Get("refresh_token")
+		if family, reused := s.used[presented]; reused {
+			s.counts.Reuses++
+			s.revokeFamily(family)
+			refuse("invalid_grant", "refresh token already used; its grant is revoked")
+			return
+		}
+		old, ok := s.refresh[presented]
+		delete(s.refresh, presented) // rotated: single use
+		if ok {
+			s.used[presented] = old.family
+		}
 		switch {
 		case !ok:
 			refuse("invalid_grant", "unknown, used or revoked refresh token")
@@ -323,6 +354,18 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		"access_token": access, "token_type": "Bearer", "expires_in": int(s.opts.AccessTTL / time.Second),
 		"refresh_token": refresh, "scope": g.scope,
 	})
+}
+
+// revokeFamily revokes every access and refresh token of the grant
+// family. s.mu is held.
+func (s *Server) revokeFamily(family string) {
+	for _, m := range []map[string]grant{s.access, s.refresh} {
+		for tok, g := range m {
+			if g.family == family {
+				delete(m, tok)
+			}
+		}
+	}
 }
 
 // MetadataPath is where Protect serves the metadata of a resource at path
