@@ -54,6 +54,10 @@ var ErrNotLoggedIn = errors.New("not logged in")
 // ssh refuses such a key.
 var ErrLoginFileOpen = errors.New("login file readable or writable by others")
 
+// ErrLoginBusy: another process held a login's lock for longer than
+// Logins.LockWait; nothing was refreshed or written.
+var ErrLoginBusy = errors.New("login locked by another process")
+
 // Login is what a login to one server yields and Logins keeps: the client
 // the authorization server registered and its tokens.
 type Login struct {
@@ -73,7 +77,78 @@ type Login struct {
 
 // Logins is the folder of stored logins, one file per server URL, mode
 // 0600 in a folder of mode 0700.
-type Logins struct{ Dir string }
+//
+// Several processes use one login (a proxy per host, the console, a CLI
+// call), and an authorization server may rotate its refresh tokens and
+// revoke the whole grant when a used one comes back: two processes that
+// refreshed at once would log the user out. So whatever writes a login
+// file (a refresh, Save, expireToken) first takes an exclusive lock on a
+// file beside it (LockPath, flock), and reads the login again under it.
+type Logins struct {
+	Dir string
+	// LockWait bounds the wait for a login's lock, which another process
+	// holds while it refreshes (at most refreshTimeout, normally a round
+	// trip); 0: DefaultLockWait. Once it runs out: ErrLoginBusy.
+	LockWait time.Duration
+}
+
+// DefaultLockWait is Logins.LockWait's default: longer than a refresh
+// that runs to its timeout.
+const DefaultLockWait = refreshTimeout + 15*time.Second
+
+// refreshTimeout bounds a refresh of a login's token, once its lock is
+// taken (mcp-go bounds its own refreshes so).
+const refreshTimeout = 30 * time.Second
+
+// LockPath is the lock file of serverURL's login, beside it. It is made
+// on first use and never removed (a process that removed it could leave
+// two others each holding a lock on a file of that name); what is in it
+// does not matter.
+func (l Logins) LockPath(serverURL string) string { return l.Path(serverURL) + ".lock" }
+
+// lock takes serverURL's login lock, waiting for another process's (or
+// another session's) refresh to end, up to LockWait or ctx's end; the
+// lock is released by calling unlock. The lock is an flock on LockPath,
+// which the system releases when its holder dies: a killed process
+// leaves nothing stale.
+func (l Logins) lock(ctx context.Context, serverURL string) (unlock func(), err error) {
+	path := l.LockPath(serverURL)
+	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("lock login: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock login: %w", err) // the *PathError names the file
+	}
+	wait := l.LockWait
+	if wait <= 0 {
+		wait = DefaultLockWait
+	}
+	deadline := time.Now().Add(wait)
+	for pause := 2 * time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		ok, err := tryLock(f)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lock login %s: %w", path, err)
+		}
+		if ok {
+			return func() { f.Close() }, nil // the lock goes with the file
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			f.Close()
+			return nil, fmt.Errorf("%w: %s still locked after %s (another mcp-confirm's token refresh hangs?)", ErrLoginBusy, path, wait)
+		}
+		timer := time.NewTimer(min(pause, left))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			f.Close()
+			return nil, fmt.Errorf("wait for the login lock %s: %w", path, ctx.Err())
+		case <-timer.C:
+		}
+	}
+}
 
 // Path is the file of serverURL's login: its host, for a person, and a
 // hash of the whole URL, so that two endpoints on one host do not share.
@@ -118,7 +193,19 @@ func (l Logins) Load(serverURL string) (Login, error) {
 
 // Save writes login atomically (a new file renamed over the old one, both
 // mode 0600): a reader sees the old login or the new, never half of one.
+// It takes the login's lock, so that a refresh another process is making
+// does not put its token into this new login.
 func (l Logins) Save(login Login) error {
+	unlock, err := l.lock(context.Background(), login.URL)
+	if err != nil {
+		return fmt.Errorf("save login: %w", err)
+	}
+	defer unlock()
+	return l.save(login)
+}
+
+// save is Save with the login's lock already held.
+func (l Logins) save(login Login) error {
 	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
 		return fmt.Errorf("save login: %w", err)
 	}
@@ -157,23 +244,26 @@ func (l Logins) Save(login Login) error {
 }
 
 // oauthFor is the OAuth configuration for a session with serverURL when a
-// login is stored for it; ok false when there is none. The token is read
-// from the file at each request, so that a refresh by another process is
-// seen, and a refreshed token is written back to it.
-func (l Logins) oauthFor(serverURL string) (cfg transport.OAuthConfig, ok bool, err error) {
+// login is stored for it, and its token store; ok false when there is
+// none. The token is read from the file at each request, so that a
+// refresh by another process is seen, and refreshed under the login's
+// lock (loginTokens.GetToken). The caller gives the store the OAuth
+// handler mcp-go makes of cfg (loginTokens.handler).
+func (l Logins) oauthFor(serverURL string) (cfg transport.OAuthConfig, tokens *loginTokens, ok bool, err error) {
 	login, err := l.Load(serverURL)
 	if errors.Is(err, ErrNotLoggedIn) {
-		return cfg, false, nil
+		return cfg, nil, false, nil
 	}
 	if err != nil {
-		return cfg, false, err
+		return cfg, nil, false, err
 	}
+	tokens = &loginTokens{logins: l, url: serverURL}
 	return transport.OAuthConfig{
 		ClientID: login.ClientID, ClientSecret: login.ClientSecret, TokenEndpointAuthMethod: login.ClientAuthMethod,
 		Scopes: login.Scopes, PKCEEnabled: true, ProtectedResourceMetadataURL: login.ResourceMetadataURL,
-		TokenStore: &loginTokens{logins: l, url: serverURL},
+		TokenStore: tokens,
 		HTTPClient: &http.Client{Timeout: 30 * time.Second},
-	}, true, nil
+	}, tokens, true, nil
 }
 
 // loginRefusedError: the handshake was refused although a login was used.
@@ -185,57 +275,126 @@ func (e *loginRefusedError) Unwrap() error { return e.err }
 // expireToken marks serverURL's stored access token expired, so that the
 // next request refreshes it; false when that cannot help (no login, no
 // refresh token, or it is expired already: its refresh was just refused).
+// It holds the login's lock: written back without it, the login it read
+// could undo another process's refresh, putting back a spent refresh
+// token.
 func (l *Logins) expireToken(serverURL string) bool {
 	if l == nil {
 		return false
 	}
-	login, err := l.Load(serverURL)
-	if err != nil || login.Token.RefreshToken == "" {
+	unlock, err := l.lock(context.Background(), serverURL)
+	if err != nil {
 		return false
 	}
-	tok := login.Token
-	if !tok.ExpiresAt.IsZero() && !time.Now().Before(tok.ExpiresAt.Add(-refreshMargin(tok.ExpiresIn))) {
+	defer unlock()
+	login, err := l.Load(serverURL)
+	if err != nil || login.Token.RefreshToken == "" || due(login.Token, time.Now()) {
 		return false
 	}
 	login.Token.ExpiresAt = time.Now().Add(-time.Minute)
-	return l.Save(login) == nil
+	return l.save(login) == nil
 }
 
 // loginTokens is mcp-go's TokenStore over one stored login.
+//
+// mcp-go's OAuthHandler asks it for the token before each request and,
+// when that token has expired, refreshes it and hands the new one to
+// SaveToken. Its refresh is shared among the callers of one handler, but
+// nothing serializes it between processes, and between its reading the
+// store and its saving there is a round trip to the authorization server.
+// So GetToken does the refresh itself, before mcp-go would: when the
+// token is due, it takes the login's lock, reads the login again (another
+// process may have refreshed it meanwhile: then that token is the
+// answer), and otherwise refreshes through the handler's RefreshToken,
+// which saves through SaveToken, the lock still held. GetToken never
+// hands mcp-go a token it would refresh itself: one due comes back
+// refreshed, or with no refresh token (mcp-go then says authorization
+// is required), or not at all.
 type loginTokens struct {
 	logins Logins
 	url    string
+	// handler is the session's OAuthHandler, which mcp-go makes of the
+	// OAuthConfig holding this store: set before the first request.
+	handler *transport.OAuthHandler
 }
 
-// GetToken returns the stored token, due to expire a little early (a
-// quarter of its life, at most 30s) so that it is refreshed before the
-// server would refuse it on the way.
+// GetToken returns the stored token, refreshed first when it is due: a
+// quarter of its life before it expires, at most 30s, so that it is not
+// refused on the way. It is given to mcp-go due that much early.
 func (s *loginTokens) GetToken(ctx context.Context) (*transport.Token, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	login, err := s.logins.Load(s.url)
-	if errors.Is(err, ErrNotLoggedIn) {
-		return nil, fmt.Errorf("%w: %w", transport.ErrNoToken, err)
-	}
+	tok, err := s.stored()
 	if err != nil {
 		return nil, err
 	}
-	tok := login.Token
-	if tok.AccessToken == "" {
-		return nil, transport.ErrNoToken
+	if !due(tok, time.Now()) || tok.RefreshToken == "" {
+		return early(tok), nil
 	}
+	if s.handler == nil {
+		return nil, errors.New("refresh the login's token: no OAuth handler") // a wiring mistake
+	}
+	unlock, err := s.logins.lock(ctx, s.url)
+	if err != nil {
+		return nil, fmt.Errorf("refresh the login's token: %w", err)
+	}
+	defer unlock()
+	if tok, err = s.stored(); err != nil {
+		return nil, err
+	}
+	if !due(tok, time.Now()) || tok.RefreshToken == "" {
+		return early(tok), nil // refreshed by another process meanwhile, or a new login
+	}
+	// The refresh runs on a context of its own: a caller that gave up
+	// once the server had rotated the refresh token would lose the new one.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshTimeout)
+	defer cancel()
+	fresh, err := s.handler.RefreshToken(rctx, tok.RefreshToken)
+	if err != nil {
+		// As mcp-go's own refresh: a refused refresh means logging in again.
+		return nil, fmt.Errorf("%w: refresh the login's token: %w", transport.ErrNoToken, err)
+	}
+	return early(*fresh), nil
+}
+
+// stored is the login's token as stored; ErrNoToken when there is none.
+func (s *loginTokens) stored() (transport.Token, error) {
+	login, err := s.logins.Load(s.url)
+	if errors.Is(err, ErrNotLoggedIn) {
+		return transport.Token{}, fmt.Errorf("%w: %w", transport.ErrNoToken, err)
+	}
+	if err != nil {
+		return transport.Token{}, err
+	}
+	if login.Token.AccessToken == "" {
+		return transport.Token{}, transport.ErrNoToken
+	}
+	return login.Token, nil
+}
+
+// due: tok should be refreshed now, being within its refresh margin of
+// its expiry (a token without expiry never is).
+func due(tok transport.Token, now time.Time) bool {
+	return !tok.ExpiresAt.IsZero() && !now.Before(tok.ExpiresAt.Add(-refreshMargin(tok.ExpiresIn)))
+}
+
+// early is tok for mcp-go: a copy expiring at its refresh margin.
+func early(tok transport.Token) *transport.Token {
 	if !tok.ExpiresAt.IsZero() {
 		tok.ExpiresAt = tok.ExpiresAt.Add(-refreshMargin(tok.ExpiresIn))
 	}
-	return &tok, nil
+	return &tok
 }
 
 func refreshMargin(expiresIn int64) time.Duration {
 	return min(30*time.Second, time.Duration(expiresIn)*time.Second/4)
 }
 
-// SaveToken keeps a refreshed token in the login's file.
+// SaveToken keeps a refreshed token in the login's file. mcp-go calls it
+// at the end of the refresh GetToken makes, which holds the login's lock;
+// so it does not take the lock (a second flock of this process would wait
+// on the first).
 func (s *loginTokens) SaveToken(ctx context.Context, tok *transport.Token) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -245,7 +404,7 @@ func (s *loginTokens) SaveToken(ctx context.Context, tok *transport.Token) error
 		return err
 	}
 	login.Token = *tok
-	return s.logins.Save(login)
+	return s.logins.save(login)
 }
 
 // AuthorizeOptions configure Authorize.

@@ -166,6 +166,51 @@ func TestOAuthRefusedTokenRefreshedAtHandshake(t *testing.T) {
 	}
 }
 
+// Sessions that find one login's token expired at the same moment, here
+// in one process (as the console's for one server, or two entries of one
+// URL), refresh it once: each takes the login's lock on a file of its
+// own, and those after the first find the token it saved. The
+// authorization server rotates refresh tokens and revokes the grant on
+// reuse, and answers slowly enough that unserialized refreshes overlap.
+func TestOAuthSessionsRefreshOneLoginOnce(t *testing.T) {
+	const n = 4
+	as := oauthtest.NewServer(t, oauthtest.Options{AccessTTL: time.Hour, RefreshDelay: 300 * time.Millisecond})
+	o := newOrdersServer(t)
+	endpoint := as.ProtectedProxy(t, o.url)
+	logins := mcpclient.Logins{Dir: t.TempDir()}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	login, err := mcpclient.Authorize(ctx, endpoint, mcpclient.AuthorizeOptions{OnAuthorizationURL: browse(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	login.Token.ExpiresAt = time.Now().Add(-time.Minute) // the server still takes it; we think it expired
+	if err := logins.Save(login); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, n)
+	for range n {
+		r, err := mcpclient.NewRemote(mcpclient.ServerSpec{URL: endpoint}, mcpclient.Options{OAuth: &logins})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		go func() { errs <- r.Start(ctx) }()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Errorf("start with an expired token: %v", err)
+		}
+	}
+	if c := as.Counts(); c.Refreshes != 1 || c.Reuses != 0 || c.Refused != 0 {
+		t.Fatalf("authorization server saw %+v (refusals %q), want one refresh, no reuse", c, as.Refusals())
+	}
+	after, err := logins.Load(endpoint)
+	if err != nil || after.Token.RefreshToken == login.Token.RefreshToken || !as.Valid(after.Token.AccessToken, endpoint) {
+		t.Fatalf("login after the refresh (err %v): want a new refresh token and a live access token", err)
+	}
+}
+
 // A bearer header given by hand wins over a stored login.
 func TestOAuthHeaderWins(t *testing.T) {
 	as := oauthtest.NewServer(t, oauthtest.Options{AccessTTL: time.Hour})
@@ -254,8 +299,11 @@ func TestLoginsFiles(t *testing.T) {
 	if logins.Path(u) == logins.Path(u+"2") || !strings.HasPrefix(filepath.Base(logins.Path(u)), "orders.example.com-") {
 		t.Errorf("paths %s, %s: want one per URL, named by host", logins.Path(u), logins.Path(u+"2"))
 	}
-	if entries, _ := os.ReadDir(logins.Dir); len(entries) != 1 {
-		t.Errorf("%d files in the folder, want 1 (no temporary file left)", len(entries))
+	if entries, _ := os.ReadDir(logins.Dir); len(entries) != 2 {
+		t.Errorf("%d files in the folder, want the login and its lock file (no temporary file left)", len(entries))
+	}
+	if _, err := os.Stat(logins.LockPath(u)); err != nil {
+		t.Errorf("no lock file beside the login: %v", err)
 	}
 	if err := os.Chmod(logins.Path(u), 0o644); err != nil {
 		t.Fatal(err)

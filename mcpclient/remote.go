@@ -155,7 +155,7 @@ func (r *Remote) session(ctx context.Context) (*remoteSession, error) {
 func (r *Remote) connect(ctx context.Context, n int) (*remoteSession, error) {
 	topts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(r.httpc),
 		transport.WithHTTPHeaders(r.spec.Headers), transport.WithHTTPLogger(slog.New(debugOnly{r.opts.Logger.Handler()}))}
-	oauth, err := r.oauthOption()
+	oauth, tokens, err := r.oauthOption()
 	if err != nil {
 		return nil, err
 	}
@@ -165,6 +165,9 @@ func (r *Remote) connect(ctx context.Context, n int) (*remoteSession, error) {
 	tr, err := transport.NewStreamableHTTP(r.spec.URL, topts...)
 	if err != nil {
 		return nil, err
+	}
+	if tokens != nil {
+		tokens.handler = tr.GetOAuthHandler() // it refreshes through it, under the login's lock
 	}
 	mc := client.NewClient(tr, client.WithDiscoverTimeout(r.opts.ProbeTimeout))
 	ctx, cancel := context.WithTimeout(ctx, r.opts.StartTimeout)
@@ -498,19 +501,20 @@ func (d debugOnly) WithGroup(g string) slog.Handler       { return debugOnly{d.H
 // for the URL (Options.OAuth), read afresh at each session so that a login
 // made meanwhile is used; nil when there is none, or when the headers
 // carry an Authorization of their own (--header wins: mcp-go would
-// otherwise put the login's over it).
-func (r *Remote) oauthOption() (transport.StreamableHTTPCOption, error) {
+// otherwise put the login's over it). The token store is the option's,
+// for the caller to give the OAuth handler mcp-go makes.
+func (r *Remote) oauthOption() (transport.StreamableHTTPCOption, *loginTokens, error) {
 	if r.opts.OAuth == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	for k := range r.spec.Headers {
 		if http.CanonicalHeaderKey(k) == "Authorization" {
-			return nil, nil
+			return nil, nil, nil
 		}
 	}
-	cfg, ok, err := r.opts.OAuth.oauthFor(r.spec.URL)
+	cfg, tokens, ok, err := r.opts.OAuth.oauthFor(r.spec.URL)
 	if err != nil || !ok {
-		return nil, err
+		return nil, nil, err
 	}
-	return transport.WithHTTPOAuth(cfg), nil
+	return transport.WithHTTPOAuth(cfg), tokens, nil
 }
