@@ -453,3 +453,113 @@ func TestInitWrapsAnOAuthEntry(t *testing.T) {
 		t.Errorf("uninstall did not restore the file byte for byte:\n%s", back)
 	}
 }
+
+// expireLogin marks the world's stored access token expired (its refresh
+// token untouched), as time would, and returns the login file and its
+// refresh token. The authorization server still takes the access token:
+// only mcp-confirm's own account of its expiry makes it refresh.
+func (w *world) expireLogin(t *testing.T) (file, refresh string) {
+	t.Helper()
+	file, _ = w.tokenFile(t)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var login map[string]any
+	if err := json.Unmarshal(b, &login); err != nil {
+		t.Fatal(err)
+	}
+	tok := login["token"].(map[string]any)
+	tok["expires_at"] = time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano)
+	if b, err = json.Marshal(login); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file, tok["refresh_token"].(string)
+}
+
+// storedToken is the access and refresh token in the world's login file.
+func (w *world) storedToken(t *testing.T) (access, refresh string, expires time.Time) {
+	t.Helper()
+	file, expires := w.tokenFile(t)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l struct {
+		Token struct {
+			Access  string `json:"access_token"`
+			Refresh string `json:"refresh_token"`
+		} `json:"token"`
+	}
+	if err := json.Unmarshal(b, &l); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return l.Token.Access, l.Token.Refresh, expires
+}
+
+// Several mcp-confirm processes (a proxy per host, the console, a CLI
+// call) share one login file. With an authorization server that rotates
+// refresh tokens and revokes the grant when a used one comes back, those
+// that find the token expired at the same moment must refresh it once
+// between them: one refreshes under the login's lock, the others wait for
+// it and take what it saved. Here several calls start at once with an
+// expired token and a token endpoint slow enough that, unserialized, they
+// would all send the one refresh token: every call succeeds, one refresh
+// reaches the server and no reuse, and the file ends with a token the
+// server takes and a refresh token that still refreshes.
+func TestOAuthConcurrentRefreshOneLogin(t *testing.T) {
+	const n = 4
+	w := newWorld(t, t.TempDir())
+	as := oauthtest.NewServer(t, oauthtest.Options{AccessTTL: time.Hour, RefreshDelay: 500 * time.Millisecond})
+	endpoint := as.ProtectedProxy(t, startHTTPDemo(t, w))
+	wantExit(t, w.login(t, endpoint), exitOK, "login")
+	file, spent := w.expireLogin(t)
+
+	ctx, cancel := context.WithTimeout(context.Background(), cmdHang)
+	defer cancel()
+	cmds := make([]*exec.Cmd, n)
+	outs := make([]*lockedBuffer, n)
+	for i := range cmds {
+		args := fmt.Sprintf(`{"item":"widget","quantity":%d,"buyer":"alice"}`, i+1)
+		cmds[i] = e2eCmd(ctx, w.bin, w.dir, w.withDB([]string{"call", "create_order", "--args", args, "--url", endpoint})...)
+		outs[i] = &lockedBuffer{}
+		cmds[i].Stdout, cmds[i].Stderr = outs[i], outs[i]
+	}
+	for _, cmd := range cmds { // all started before any is waited for
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failed := 0
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			failed++
+			t.Errorf("call %d: %v\n%s", i, err, outs[i].String())
+		}
+	}
+	c := as.Counts()
+	if c.Refreshes != 1 || c.Reuses != 0 || c.Refused != 0 {
+		t.Errorf("authorization server saw %+v (refusals %q), want one refresh, no reuse, nothing refused", c, as.Refusals())
+	}
+	if got := totalOrders(t, w.db()); got != n-failed || failed > 0 {
+		t.Fatalf("%d orders from %d calls, %d failed", got, n, failed)
+	}
+
+	access, refresh, expires := w.storedToken(t)
+	if refresh == spent || !time.Now().Before(expires) || !as.Valid(access, endpoint) {
+		t.Fatalf("login file after the refresh: refresh token rotated %v, expires %s, access token live %v",
+			refresh != spent, expires, as.Valid(access, endpoint))
+	}
+	if st, err := os.Stat(file); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("%s: %v, mode %v, want 0600", file, err, st.Mode().Perm())
+	}
+	w.expireLogin(t)
+	r := w.run("call", "create_order", "--args", `{"item":"gadget","quantity":1,"buyer":"bob"}`, "--url", endpoint)
+	wantExit(t, r, exitOK, "a call that refreshes with the stored refresh token")
+	if c := as.Counts(); c.Refreshes != 2 || c.Refused != 0 {
+		t.Fatalf("authorization server saw %+v, want the stored refresh token to refresh once more", c)
+	}
+}
