@@ -432,6 +432,8 @@ func exitFor(e *env, g *globalOpts, cmd string, res guard.Result, err error) int
 		case errors.Is(err, mcpclient.ErrAuthorization):
 			hint = fmt.Sprintf("The server wants authorization: run 'mcp-confirm login --url %s', or give --header 'Authorization: Bearer ${TOKEN}' (the token in $TOKEN); nothing was run.",
 				shellQuote(authURL(g, err)))
+		case errors.Is(err, mcpclient.ErrLoginBusy):
+			hint = "Another mcp-confirm process kept the login locked while refreshing its token: see what it is doing, or try again; nothing was sent."
 		case errors.As(err, &refused):
 			hint = "The server refused the request before running it: check --url and --header; nothing was run."
 		case errors.Is(err, mcpclient.ErrListTimeout):
