@@ -41,19 +41,20 @@ func demoBinary(b *testing.B) string {
 type phases struct {
 	start, sendBegin, sendEnd time.Time
 	sentRecord                time.Duration // the guard's OnSent, inside the send
+	resumed                   bool          // the answer came on a resumed stream
 }
 
 type phasesKey struct{}
 
-// timedServer is the real client with a stopwatch around Call, so the
-// guard's time splits into before the send (intent), the send, and after
-// it (outcome), without touching the guard's code.
-type timedServer struct{ *mcpclient.Client }
+// timedServer is a real client (stdio or HTTP) with a stopwatch around
+// Call, so the guard's time splits into before the send (intent), the
+// send, and after it (outcome), without touching the guard's code.
+type timedServer struct{ Server }
 
 func (s timedServer) Call(ctx context.Context, tool string, args map[string]any, o mcpclient.CallOptions) mcpclient.Delivery {
 	p, _ := ctx.Value(phasesKey{}).(*phases)
 	if p == nil {
-		return s.Client.Call(ctx, tool, args, o)
+		return s.Server.Call(ctx, tool, args, o)
 	}
 	if sent := o.OnSent; sent != nil {
 		o.OnSent = func(session int, rpcID string) {
@@ -63,8 +64,9 @@ func (s timedServer) Call(ctx context.Context, tool string, args map[string]any,
 		}
 	}
 	p.sendBegin = time.Now()
-	out := s.Client.Call(ctx, tool, args, o)
+	out := s.Server.Call(ctx, tool, args, o)
 	p.sendEnd = time.Now()
+	p.resumed = out.Resumed
 	return out
 }
 
