@@ -339,10 +339,18 @@ func (r *Remote) callOnce(ctx context.Context, tool string, args map[string]any,
 	clocks := newCallClocks(o, cancel)
 	events := newCallEvents()
 	eventsDone := make(chan struct{})
-	go func() {
-		defer close(eventsDone)
-		events.run(s.n, o.OnSent, o.OnProgress)
-	}()
+	if o.OnSent != nil || o.OnProgress != nil {
+		// A goroutine only for a caller that listens: a read made without
+		// callbacks (`call --url`, a proxy host's read without a progress
+		// token) has nothing to be handed, and the start and the wait for
+		// the goroutine's end cost it a handoff each way.
+		go func() {
+			defer close(eventsDone)
+			events.run(s.n, o.OnSent, o.OnProgress)
+		}()
+	} else {
+		close(eventsDone)
+	}
 	r.mu.Lock()
 	r.progress[token] = func(p Progress) {
 		clocks.progress()

@@ -356,3 +356,44 @@ func TestRemoteProgressOverSSE(t *testing.T) {
 		}
 	}
 }
+
+// A call without OnSent and OnProgress runs no event goroutine of its own:
+// progress still resets its idle clock (a slow_order reports every 150ms,
+// under the 400ms clock, for 600ms), and it leaves nothing running. With
+// the callbacks, OnSent has seen the request's id once when Call returns,
+// and progress is reported.
+func TestRemoteCallbacksOptional(t *testing.T) {
+	noLeak(t)
+	for _, legacy := range []bool{false, true} {
+		srv := newOrdersServer(t)
+		p := newFaultProxy(t, srv.url, legacy)
+		r := remoteClient(t, p.url)
+		out := r.Call(context.Background(), "slow_order", nil, mcpclient.CallOptions{Key: "k-bare", IdleTimeout: 400 * time.Millisecond})
+		if out.Kind != mcpclient.DeliveryResult || out.RPCID == "" {
+			t.Fatalf("legacy=%v: no callbacks: delivery = %s (%q) id %q, %v; want the result", legacy, out.Kind, out.Reason, out.RPCID, out.Err)
+		}
+		var mu sync.Mutex
+		var sent []string
+		var progress int
+		out = r.Call(context.Background(), "slow_order", nil, mcpclient.CallOptions{Key: "k-cb", IdleTimeout: 400 * time.Millisecond,
+			OnSent: func(_ int, id string) {
+				mu.Lock()
+				sent = append(sent, id)
+				mu.Unlock()
+			},
+			OnProgress: func(mcpclient.Progress) {
+				mu.Lock()
+				progress++
+				mu.Unlock()
+			}})
+		mu.Lock()
+		if out.Kind != mcpclient.DeliveryResult || len(sent) != 1 || sent[0] != out.RPCID || progress == 0 {
+			t.Errorf("legacy=%v: callbacks: delivery = %s, sent %v (id %q), %d progress; want the result, the id once, some progress",
+				legacy, out.Kind, sent, out.RPCID, progress)
+		}
+		mu.Unlock()
+		if srv.executed.Load() != 2 {
+			t.Errorf("legacy=%v: %d executed, want 2", legacy, srv.executed.Load())
+		}
+	}
+}
