@@ -167,8 +167,9 @@ func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond)
 // makes it — guard.Call, classified a read (no journal, no key), one
 // attempt through Remote — against a bare mcp-go client's CallTool of the
 // same tool on the same server process. A third path, Remote.Call alone
-// (the options the guard passes), says how much is the guard's. The
-// issue's goal: x-bare ≤ 1.1.
+// (the options the guard passes), says how much is the guard's; a fourth,
+// the bare client sending a progress token as Remote does, how much is
+// the token's (x-bare-token: ours ÷ that). The goal: x-bare ≤ 1.1.
 func BenchmarkHTTPRead(b *testing.B) {
 	for _, era := range eras {
 		b.Run(era.name, func(b *testing.B) {
@@ -197,7 +198,22 @@ func BenchmarkHTTPRead(b *testing.B) {
 					b.Fatalf("mcp-go get_budget: %v %v", err, r)
 				}
 			}
-			paths := []func(){guarded, remote, bare}
+			// The bare client once more, with a progress token in _meta as
+			// Remote sends on every call (its tap tells a call's requests by
+			// it): what the token alone costs mcp-go, at both ends.
+			tok := 0
+			bareToken := func() {
+				tok++
+				req := mcp.CallToolRequest{}
+				req.Params.Name = "get_budget"
+				req.Params.Arguments = args
+				req.Params.Meta = &mcp.Meta{ProgressToken: fmt.Sprintf("bench-token-%d", tok)}
+				r, err := e.bare.CallTool(ctx, req)
+				if err != nil || r.IsError {
+					b.Fatalf("mcp-go get_budget with a token: %v %v", err, r)
+				}
+			}
+			paths := []func(){guarded, remote, bare, bareToken}
 			for range 100 { // warm the server, the clients and their connections
 				for _, f := range paths {
 					f()
@@ -218,7 +234,7 @@ func BenchmarkHTTPRead(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			g, r, bb := lat[0], lat[1], lat[2]
+			g, r, bb, bt := lat[0], lat[1], lat[2], lat[3]
 			b.ReportMetric(float64(g.sum().Nanoseconds())/float64(b.N), "ns/op")
 			b.ReportMetric(float64(g.sum())/float64(bb.sum()), "x-bare")
 			b.ReportMetric(float64(g.pct(0.5))/float64(bb.pct(0.5)), "x-bare-p50")
@@ -228,6 +244,8 @@ func BenchmarkHTTPRead(b *testing.B) {
 			b.ReportMetric(us(r.pct(0.5)), "remote-p50-µs")
 			b.ReportMetric(us(bb.pct(0.5)), "bare-p50-µs")
 			b.ReportMetric(us(bb.pct(0.99)), "bare-p99-µs")
+			b.ReportMetric(float64(bt.sum())/float64(bb.sum()), "bare-token-x-bare")
+			b.ReportMetric(float64(g.sum())/float64(bt.sum()), "x-bare-token")
 		})
 	}
 }
