@@ -32,8 +32,11 @@ import (
 // mcp-go streamable-HTTP client's call to the same process, interleaved
 // call by call so that both see the same load:
 //
-//	go test -run '^$' -bench 'HTTP(Read|Write)$' -benchtime 2000x -count 6 ./guard/
+//	go test -run '^$' -bench 'HTTPRead$' -benchtime 2000x -count 6 ./guard/
+//	go test -run '^$' -bench 'HTTPWrite$' -benchtime 1000x -count 6 ./guard/
 //	go test -run '^$' -bench 'HTTPCutResume$' -benchtime 20x -count 6 ./guard/
+//
+// The figures, and where the time goes: docs/proxy.md, "Over HTTP".
 //
 // x-bare is our time ÷ the bare client's (mean), x-bare-p50 the same of
 // medians. Each runs once per protocol era the demo serves: 2026-07-28
