@@ -48,11 +48,17 @@ type bulkScreen struct {
 	sh   *shared
 	keys bulkKeys
 
-	run       int // which run; results of an earlier one are dropped
-	items     []bulkItem
-	index     map[int64]int // call ID → index in items
-	next      int           // the next item to query
-	out       int           // queries out
+	run   int // which run; results of an earlier one are dropped
+	items []bulkItem
+	index map[int64]int // call ID → index in items
+	// groups are the queried calls of each finding, as indexes in items
+	// (so in id order), and nQueried how many calls are queried: kept as
+	// the answers come, so a frame does not scan the run (a selection of
+	// thousands would cost milliseconds a frame).
+	groups    map[guard.Finding][]int
+	nQueried  int
+	next      int // the next item to query
+	out       int // queries out
 	running   bool
 	cancelled bool
 	ctx       context.Context
@@ -88,7 +94,7 @@ func (b *bulkScreen) Selected() (pending.Call, bool) { return pending.Call{}, fa
 func (b *bulkScreen) decisions() *decisionKeys       { return nil }
 func (b *bulkScreen) hasRun() bool                   { return len(b.items) > 0 }
 func (b *bulkScreen) busy() bool                     { return b.running || b.acceptRun || b.retryRun }
-func (b *bulkScreen) queried() int                   { return b.count(func(it bulkItem) bool { return it.queried }) }
+func (b *bulkScreen) queried() int                   { return b.nQueried }
 func (b *bulkScreen) finding() guard.Finding         { return guard.Findings[b.group] }
 func (b *bulkScreen) groupSize(f guard.Finding) int  { return len(b.members(f)) }
 func (b *bulkScreen) concurrency() int               { return b.sh.opts.Concurrency }
@@ -103,37 +109,36 @@ func (b *bulkScreen) item(id int64) (*bulkItem, bool) {
 	return &b.items[i], true
 }
 
-func (b *bulkScreen) count(f func(bulkItem) bool) int {
+// members are the indexes of the queried calls of a finding, in id order.
+// The slice is the screen's own: read it, never change it.
+func (b *bulkScreen) members(f guard.Finding) []int { return b.groups[f] }
+
+// acceptable are the found calls not marked yet: what A would mark.
+func (b *bulkScreen) acceptable() []pending.Call {
+	var out []pending.Call
+	for _, i := range b.members(guard.FindingFound) {
+		if it := &b.items[i]; it.isAcceptable() {
+			out = append(out, it.call)
+		}
+	}
+	return out
+}
+
+// acceptableCount is len(acceptable()), without copying the calls: help
+// and the group's advice ask it every frame.
+func (b *bulkScreen) acceptableCount() int {
 	n := 0
-	for _, it := range b.items {
-		if f(it) {
+	for _, i := range b.members(guard.FindingFound) {
+		if b.items[i].isAcceptable() {
 			n++
 		}
 	}
 	return n
 }
 
-// members are the indexes of the queried calls of a finding, in id order.
-func (b *bulkScreen) members(f guard.Finding) []int {
-	var out []int
-	for i, it := range b.items {
-		if it.queried && it.res.Finding == f {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
-// acceptable are the found calls not marked yet: what A would mark.
-func (b *bulkScreen) acceptable() []pending.Call {
-	var out []pending.Call
-	for _, i := range b.members(guard.FindingFound) {
-		if it := b.items[i]; !it.marked && it.refused == "" && !it.res.Applied {
-			out = append(out, it.call)
-		}
-	}
-	return out
-}
+// isAcceptable: a found call that A would mark (not marked yet, not
+// refused, not marked by its query).
+func (it *bulkItem) isAcceptable() bool { return !it.marked && it.refused == "" && !it.res.Applied }
 
 // start begins a run over calls (in id order) and sends the first queries.
 func (b *bulkScreen) start(calls []pending.Call) tea.Cmd {
@@ -145,6 +150,7 @@ func (b *bulkScreen) start(calls []pending.Call) tea.Cmd {
 	b.run++
 	b.items = make([]bulkItem, len(calls))
 	b.index = make(map[int64]int, len(calls))
+	b.groups, b.nQueried = map[guard.Finding][]int{}, 0
 	for i, c := range calls {
 		b.items[i] = bulkItem{call: c}
 		b.index[c.ID] = i
@@ -171,11 +177,16 @@ func (b *bulkScreen) fill() tea.Cmd {
 // onReconciled keeps one call's finding and sends the next query; over
 // reports that the run has ended (all queried, or cancelled and drained).
 func (b *bulkScreen) onReconciled(msg reconciledMsg) (cmd tea.Cmd, over bool) {
-	it, ok := b.item(msg.ID)
-	if msg.Run != b.run || !ok || it.queried {
+	i, ok := b.index[msg.ID]
+	if msg.Run != b.run || !ok || b.items[i].queried {
 		return nil, false
 	}
+	it := &b.items[i]
 	it.res, it.queried = msg.Res, true
+	b.nQueried++
+	g := b.groups[msg.Res.Finding] // answers come in any order; the group stays in id order
+	at, _ := slices.BinarySearch(g, i)
+	b.groups[msg.Res.Finding] = slices.Insert(g, at, i)
 	if msg.Res.Call.ID != 0 && msg.Res.Call.State != "" {
 		it.call = msg.Res.Call
 	}
@@ -269,7 +280,7 @@ func (b *bulkScreen) summary() string {
 		s = fmt.Sprintf("cancelled: queried %d of %d calls (%d not queried)", n, len(b.items), len(b.items)-n)
 	}
 	s += ": " + b.countsLine()
-	if k := len(b.acceptable()); k > 0 {
+	if k := b.acceptableCount(); k > 0 {
 		s += fmt.Sprintf("; A marks the %d found applied, after a dialog listing them", k)
 	}
 	return s
@@ -308,9 +319,8 @@ func (b *bulkScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
 func (b *bulkScreen) syncKeys() {
 	b.keys.Cancel.SetEnabled(b.running || b.retryRun)
 	b.keys.Back.SetEnabled(!b.running && !b.retryRun)
-	b.keys.Accept.SetEnabled(!b.busy() && b.finding() == guard.FindingFound && len(b.acceptable()) > 0)
-	safe, _ := b.retryable()
-	b.keys.Retry.SetEnabled(!b.busy() && len(safe) > 0)
+	b.keys.Accept.SetEnabled(!b.busy() && b.finding() == guard.FindingFound && b.acceptableCount() > 0)
+	b.keys.Retry.SetEnabled(!b.busy() && b.hasRetryable())
 }
 
 func (b *bulkScreen) ShortHelp() []key.Binding {
@@ -340,7 +350,7 @@ func (b *bulkScreen) callRows() int { return max(1, b.h-b.headerRows()) }
 func (b *bulkScreen) groupAdvice(f guard.Finding) string {
 	switch f {
 	case guard.FindingFound:
-		n := len(b.acceptable())
+		n := b.acceptableCount()
 		if n == 0 && b.groupSize(f) > 0 {
 			return "proposal applied: accepted"
 		}

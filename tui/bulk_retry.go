@@ -30,7 +30,7 @@ func (b *bulkScreen) retryable() (safe []pending.Call, unsafe int) {
 		return nil, 0
 	}
 	for _, i := range b.pickedGroup() {
-		it := b.items[i]
+		it := &b.items[i]
 		if it.retried != "" || it.call.State != pending.StateUnknown {
 			continue
 		}
@@ -41,6 +41,20 @@ func (b *bulkScreen) retryable() (safe []pending.Call, unsafe int) {
 		}
 	}
 	return safe, unsafe
+}
+
+// hasRetryable: retryable would find a safe call (help asks it each frame,
+// so it stops at the first and copies nothing).
+func (b *bulkScreen) hasRetryable() bool {
+	if !b.hasRun() || b.finding() == guard.FindingFound {
+		return false
+	}
+	for _, i := range b.pickedGroup() {
+		if it := &b.items[i]; it.retried == "" && it.call.State == pending.StateUnknown && retrySafe(b.sh, it.call) {
+			return true
+		}
+	}
+	return false
 }
 
 // bulkRetryKey opens the bulk retry dialog, or says why not.

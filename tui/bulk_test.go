@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	mrand "math/rand/v2"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -504,5 +507,105 @@ func TestAcceptDialogScrollsAndFits(t *testing.T) {
 		if m.dialog != nil || e.get(12).State != pending.StateUnknown {
 			t.Fatal("esc did not cancel")
 		}
+	}
+}
+
+// syntheticRun starts a bulk run on a console over n calls that are not
+// in its journal (nothing is sent: the queries S would start are not
+// run) and feeds the answers of the calls order picks, as they would
+// come back: findingOf says each one's finding.
+func syntheticRun(t *testing.T, n int) Model {
+	t.Helper()
+	m := newEnv(t).model(120, 40)
+	calls := make([]pending.Call, n)
+	for i := range calls {
+		calls[i] = pending.Call{ID: int64(i + 1), State: pending.StateUnknown, Tool: "create_order", Key: fmt.Sprintf("k-%05d", i)}
+	}
+	m.bulk.start(calls)
+	m.showBulk()
+	return m
+}
+
+func findingOf(id int64) guard.Finding {
+	if id%7 == 0 {
+		return guard.FindingNoQuery
+	}
+	return guard.Findings[id%3]
+}
+
+func answerOf(m Model, id int64) reconciledMsg {
+	c, _ := m.bulk.item(id)
+	return reconciledMsg{Run: m.bulk.run, ID: id, Res: guard.Reconciled{Call: c.call, Finding: findingOf(id), Evidence: "orders: 0"}}
+}
+
+// The groups are kept as the answers come (a frame must not scan the
+// run): whatever order the answers come in, each group is its calls in id
+// order, and the counts are those of the calls answered.
+func TestBulkGroupsFollowTheAnswersInAnyOrder(t *testing.T) {
+	const n = 500
+	m := syntheticRun(t, n)
+	order := make([]int64, n)
+	for i := range order {
+		order[i] = int64(i + 1)
+	}
+	mrand.New(mrand.NewPCG(1, 2)).Shuffle(n, func(i, j int) { order[i], order[j] = order[j], order[i] })
+	for k, id := range order {
+		for range 2 { // a second answer for a call is dropped
+			nm, _ := m.Update(answerOf(m, id)) // the next queries it starts are not run
+			m = nm.(Model)
+		}
+		if k%50 != 49 && k != n-1 {
+			continue
+		}
+		b := m.bulk
+		want := map[guard.Finding][]int64{}
+		for _, done := range order[:k+1] {
+			want[findingOf(done)] = append(want[findingOf(done)], done)
+		}
+		for _, f := range guard.Findings {
+			slices.Sort(want[f])
+			if got := b.groupIDs(f); fmt.Sprint(got) != fmt.Sprint(want[f]) {
+				t.Fatalf("after %d answers, %s: %v\nwant %v", k+1, f, got, want[f])
+			}
+		}
+		if b.queried() != k+1 {
+			t.Fatalf("after %d answers: %d queried", k+1, b.queried())
+		}
+	}
+	if m.bulk.running || !strings.Contains(m.View(), fmt.Sprintf("Queried %d calls", n)) {
+		t.Fatalf("the run did not end:\n%s", m.View())
+	}
+	if got, want := m.bulk.acceptableCount(), len(m.bulk.acceptable()); got != want || got != len(m.bulk.groupIDs(guard.FindingFound)) {
+		t.Fatalf("acceptableCount %d, acceptable %d", got, want)
+	}
+}
+
+// A frame of a run costs the same over 10,000 calls as over 100: what
+// View allocates does not grow with the run (it once scanned every call
+// a dozen times a frame, copying each: milliseconds over 10,000). Bytes,
+// not time, so that a busy machine cannot fail it.
+func TestBulkFrameDoesNotGrowWithTheRun(t *testing.T) {
+	perView := func(n int) uint64 {
+		m := syntheticRun(t, n)
+		for id := int64(1); id <= int64(n/2); id++ {
+			nm, _ := m.Update(answerOf(m, id)) // the next queries it starts are not run
+			m = nm.(Model)
+		}
+		if !m.bulk.running {
+			t.Fatal("the run ended")
+		}
+		_ = m.View()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range 20 {
+			_ = m.View()
+		}
+		runtime.ReadMemStats(&after)
+		return (after.TotalAlloc - before.TotalAlloc) / 20
+	}
+	small, big := perView(100), perView(10_000)
+	t.Logf("View allocates %d bytes over 100 calls, %d over 10,000", small, big)
+	if big > 2*small+16<<10 {
+		t.Fatalf("View allocates %d bytes a frame over 10,000 calls, %d over 100: it grows with the run", big, small)
 	}
 }
