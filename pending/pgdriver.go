@@ -58,7 +58,8 @@ func (c pgConnector) Driver() driver.Driver { return c.base.Driver() }
 // the connection, to be sent in order, in one pipeline, with the next
 // statement that is run (its BEGIN and SET LOCALs, an intent's lock, with
 // its first read) or with COMMIT (the statements whose results no one
-// reads: an attempt's insert, an outcome's updates; pgConn.commit).
+// reads, or only once it has committed: an intent's call and attempt,
+// an outcome's updates; pgConn.commit).
 type pgConn struct {
 	*stdlib.Conn
 	pending []pgQueued
@@ -70,6 +71,7 @@ type pgConn struct {
 type pgQueued struct {
 	sql  string
 	args []any
+	scan []any // where its one row goes (deferQueryRow); nil: no row is read
 	// setup: a statement that changes nothing a commit would keep (BEGIN,
 	// SET LOCAL, a lock), so that a transaction of only these is no
 	// transaction at all.
@@ -99,7 +101,14 @@ func (c *pgConn) deferSetup(query string) bool {
 // converts them, then stored as text PostgreSQL can hold
 // (CheckNamedValue).
 func (c *pgConn) deferExec(query string, args []any) error {
-	q := pgQueued{sql: rebind(query), args: make([]any, len(args))}
+	return c.deferQueryRow(query, args, nil)
+}
+
+// deferQueryRow is deferExec for a statement whose one row is scanned
+// into dest when it is sent (an insert's RETURNING): dest holds it once
+// the next statement, or COMMIT, has returned.
+func (c *pgConn) deferQueryRow(query string, args []any, dest []any) error {
+	q := pgQueued{sql: rebind(query), args: make([]any, len(args)), scan: dest}
 	for i, a := range args {
 		v, err := pgValue(a)
 		if err != nil {
@@ -184,14 +193,12 @@ func (c *pgConn) queryRow(ctx context.Context, query string, args []any, dest []
 // and query is not run (a pipeline skips to its end after an error).
 func (c *pgConn) pipeline(ctx context.Context, query string, args []any, last func(pgx.BatchResults) error) error {
 	b := &pgx.Batch{}
-	n := c.take(b)
+	queued := c.take(b)
 	b.Queue(rebind(query), args...)
 	br := c.Conn.Conn().SendBatch(ctx, b)
-	for range n {
-		if _, err := br.Exec(); err != nil {
-			_ = br.Close()
-			return err
-		}
+	if err := readPending(br, queued); err != nil {
+		_ = br.Close()
+		return err
 	}
 	err := last(br)
 	if cerr := br.Close(); err == nil {
@@ -200,14 +207,31 @@ func (c *pgConn) pipeline(ctx context.Context, query string, args []any, last fu
 	return err
 }
 
-// take queues what is pending on b, and says how many.
-func (c *pgConn) take(b *pgx.Batch) int {
+// take queues what is pending on b, and returns it.
+func (c *pgConn) take(b *pgx.Batch) []pgQueued {
 	for _, q := range c.pending {
 		b.Queue(q.sql, q.args...)
 	}
-	n := len(c.pending)
+	queued := c.pending
 	c.pending, c.beginPending = nil, false
-	return n
+	return queued
+}
+
+// readPending reads the results of queued, in order: a statement's row
+// into its scan, when it has one.
+func readPending(br pgx.BatchResults, queued []pgQueued) error {
+	for _, q := range queued {
+		var err error
+		if q.scan != nil {
+			err = br.QueryRow().Scan(q.scan...)
+		} else {
+			_, err = br.Exec()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // sendPending sends what is pending, in order, and nothing else.
@@ -216,8 +240,13 @@ func (c *pgConn) sendPending(ctx context.Context) error {
 		return nil
 	}
 	b := &pgx.Batch{}
-	c.take(b)
-	return c.Conn.Conn().SendBatch(ctx, b).Close()
+	queued := c.take(b)
+	br := c.Conn.Conn().SendBatch(ctx, b)
+	err := readPending(br, queued)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // commit sends what is pending, the change notice and COMMIT in one

@@ -277,10 +277,10 @@ func TestPGGuardedWriteRoundTrips(t *testing.T) {
 	}
 	got := float64(writes.Load()-before) / runs
 	// intent: BEGIN, its settings, the lock and the key and hold check in
-	// one; the insert; the attempt, the notice and COMMIT in one. outcome:
+	// one; the call and its attempt, the notice and COMMIT in one. outcome:
 	// BEGIN, its settings and the attempt's state in one; the updates, the
 	// notice and COMMIT in one.
-	const want = 3 + 2
+	const want = 2 + 2
 	if got != want {
 		t.Fatalf("a guarded write made %.2f round trips, want %d", got, want)
 	}

@@ -113,16 +113,20 @@ func (j *Journal) RecordIntent(ctx context.Context, in Intent) (Call, error) {
 		if in.Compensates != 0 {
 			compensates = in.Compensates
 		}
-		err := j.queryRow(ctx, c, `INSERT INTO calls (server, server_alias, server_identity, tool, kind, kind_source,
+		// Both go with the COMMIT on PostgreSQL: the attempt finds its call
+		// by its unique (server, tool, key), not by the id, which comes back
+		// only then.
+		err := j.queryRowAtCommit(ctx, c, []any{&id}, `INSERT INTO calls (server, server_alias, server_identity, tool, kind, kind_source,
 			key, args, fingerprint, redacted_seals, state, owner, created_at, updated_at, compensates)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'in_flight', ?, ?, ?, ?) RETURNING id`,
 			in.Server, in.ServerAlias, string(in.ServerIdentity), in.Tool, in.Kind, in.KindSource, in.Key,
-			string(in.Args), in.Fingerprint, strings.Join(seals, " "), j.Owner(), ts, ts, compensates).Scan(&id)
+			string(in.Args), in.Fingerprint, strings.Join(seals, " "), j.Owner(), ts, ts, compensates)
 		if err != nil {
 			return err
 		}
-		return j.execAtCommit(ctx, c, "INSERT INTO attempts (call_id, n, session, owner, sent_at) VALUES (?, 1, ?, ?, ?)",
-			id, in.Session, j.Owner(), ts)
+		return j.execAtCommit(ctx, c, `INSERT INTO attempts (call_id, n, session, owner, sent_at)
+			SELECT id, 1, ?, ?, ? FROM calls WHERE server = ? AND tool = ? AND key = ?`,
+			in.Session, j.Owner(), ts, in.Server, in.Tool, in.Key)
 	})
 	if errors.Is(err, ErrCommitUnconfirmed) {
 		return Call{}, j.settleUnconfirmedIntent(ctx, in, err)

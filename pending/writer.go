@@ -224,6 +224,17 @@ func (j *Journal) execAtCommit(ctx context.Context, c *sql.Conn, query string, a
 	return c.Raw(func(dc any) error { return dc.(*pgConn).deferExec(query, args) })
 }
 
+// queryRowAtCommit is execAtCommit for a statement that returns one row
+// (an insert's RETURNING), scanned into dest: on SQLite now; on
+// PostgreSQL when it is sent, so dest is known only once the write has
+// committed. Nothing in the write may read dest.
+func (j *Journal) queryRowAtCommit(ctx context.Context, c *sql.Conn, dest []any, query string, args ...any) error {
+	if j.pg == nil {
+		return j.queryRow(ctx, c, query, args...).Scan(dest...)
+	}
+	return c.Raw(func(dc any) error { return dc.(*pgConn).deferQueryRow(query, args, dest) })
+}
+
 // rowScanner is a *sql.Row, or on PostgreSQL a pgRow.
 type rowScanner interface{ Scan(dest ...any) error }
 
