@@ -1209,3 +1209,34 @@ func TestRetryPastKeyRetention(t *testing.T) {
 		}
 	}
 }
+
+// A read the server refused because it no longer knew the session (HTTP
+// 404) goes again on a new session at once: with a budget shorter than
+// the least backoff (100 ms), the second attempt is still made, and
+// answers. A second expiry in a row waits like any other failure.
+func TestReadAfterAnExpiredSessionIsNotBackedOff(t *testing.T) {
+	h := newHarness(t, "")
+	h.g = New(h.j, h.f, Options{Operator: "tester", ReadBudget: 90 * time.Millisecond})
+	expired := mcpclient.Delivery{Kind: mcpclient.DeliveryNotSent, Err: &mcpclient.RefusedError{Status: 404, SessionExpired: true}}
+	h.f.set("get_budget", func(c fakeCall) mcpclient.Delivery {
+		if c.N == 1 {
+			return expired
+		}
+		return okOutcome(map[string]any{"budget": 10})
+	})
+	res, err := h.call(Request{Tool: "get_budget", Args: map[string]any{"buyer": "alice"}})
+	if err != nil || res.State != pending.StateSucceeded {
+		t.Fatalf("a read after an expired session: %+v %v", res, err)
+	}
+	if n := len(h.f.sent("get_budget")); n != 2 {
+		t.Fatalf("%d attempts, want 2", n)
+	}
+
+	h.f.set("get_budget", func(c fakeCall) mcpclient.Delivery { return expired })
+	if _, err := h.call(Request{Tool: "get_budget", Args: map[string]any{"buyer": "bob"}}); err == nil {
+		t.Fatal("a read on a server that forgets every session succeeded")
+	}
+	if n := len(h.f.sent("get_budget")); n != 2+2 {
+		t.Fatalf("%d attempts in all, want 4: the third expiry waits for a backoff past the budget", n)
+	}
+}

@@ -23,9 +23,17 @@ func (g *Guard) read(ctx context.Context, tool string, req Request) (Result, err
 		deadline = time.Now().Add(g.opts.ReadBudget)
 	}
 	var out mcpclient.Delivery
+	expiredOnce := false
 	for i := 0; i < attempts; i++ {
 		var pause time.Duration
-		if i > 0 {
+		switch {
+		case i > 0 && out.SessionExpired() && !expiredOnce:
+			// The server forgot the session (HTTP 404) and ran nothing; the
+			// next attempt goes on a new one at once, not after a backoff
+			// meant for a server in trouble. Once: a server that forgets
+			// every session gets the backoff like any other failure.
+			expiredOnce = true
+		case i > 0:
 			pause = g.backoff(i)
 		}
 		perAttempt := timeout
