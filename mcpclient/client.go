@@ -51,8 +51,17 @@ type Options struct {
 	// OnServerRequest answers the server's sampling/createMessage,
 	// elicitation/create and roots/list (which it sends only once
 	// DeclareCapabilities has declared them). Each runs on a goroutine of its
-	// own; ctx ends when the session does. Nil: mcp-go refuses them.
+	// own; ctx ends when the session does, or over HTTP when
+	// ServerRequestTimeout passes (its cause then says so). Nil: mcp-go
+	// refuses them.
 	OnServerRequest func(ctx context.Context, r ServerRequest) (json.RawMessage, *RPCError)
+	// ServerRequestTimeout bounds, over HTTP (Remote), the wait for
+	// OnServerRequest's answer to one of the server's requests: when it
+	// passes, ctx ends and the server is answered a JSON-RPC error saying
+	// so. Default 60s (the TypeScript SDK's own request timeout: most
+	// servers give up then anyway). Over stdio the server's own timeout
+	// and its notifications/cancelled bound the wait.
+	ServerRequestTimeout time.Duration
 
 	// OAuth is where logins are kept (mcp-confirm login): a Remote whose
 	// URL has one sends its token, refreshed when it expires, unless its
@@ -79,6 +88,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ListTimeout == 0 {
 		o.ListTimeout = 30 * time.Second
+	}
+	if o.ServerRequestTimeout == 0 {
+		o.ServerRequestTimeout = 60 * time.Second
 	}
 	if o.StopGrace == 0 {
 		o.StopGrace = 2 * time.Second

@@ -26,9 +26,8 @@ import (
 // protocol, in the era the server offers; the tap under it (httpTap) sees
 // what left and what came back. Safe for concurrent use.
 //
-// Not yet: resuming a broken SSE stream with Last-Event-ID, answers that
-// come after a call ended (there is no late result over HTTP: the call's
-// stream is closed when it ends), server requests (sampling, elicitation).
+// Not yet: answers that come after a call ended (there is no late result
+// over HTTP: the call's stream is closed when it ends).
 type Remote struct {
 	spec  ServerSpec
 	opts  Options
@@ -47,14 +46,28 @@ type Remote struct {
 	tried    bool
 	closed   bool
 	progress map[string]func(Progress) // running calls' progress, by token
+	calls    int                       // Calls running: DeclareCapabilities replaces only an idle session
+	declared *declaration              // what each new session's handshake declares (remote_relay.go); nil: nothing
 }
 
 // remoteSession is one MCP session over HTTP: one initialize (or discover).
 type remoteSession struct {
 	n    int
 	mc   *client.Client
+	tr   *transport.StreamableHTTP
 	info ServerInfo
-	dead atomic.Bool // the server said the session is gone (404)
+	dead atomic.Bool // the server said the session is gone (404), or it is being replaced
+	// sid is the session id the handshake was given ("" on a 2026-07-28
+	// connection, which has none). mcp-go forgets it when the server
+	// answers 404, on a request of its own too (the GET stream's).
+	sid string
+	// ctx ends when the session is replaced or closed; the server's
+	// requests to the host on it end with it (remote_relay.go).
+	ctx  context.Context
+	stop context.CancelFunc
+	// ready is closed once the handshake has set info and sid: a server
+	// request may come before connect has returned.
+	ready chan struct{}
 	// connFields are the _meta members every relayed request carries on a
 	// 2026-07-28 connection (none on a legacy one).
 	connFields map[string]json.RawMessage
@@ -98,10 +111,24 @@ func (r *Remote) live() (*remoteSession, error) {
 	if r.closed {
 		return nil, ErrClosed
 	}
-	if r.cur != nil && !r.cur.dead.Load() {
+	if r.cur != nil && r.cur.usable() {
 		return r.cur, nil
 	}
 	return nil, nil
+}
+
+// usable: requests may go out on s. Not once the server has said it no
+// longer knows the session, to any request: mcp-go would then refuse to
+// send them (ErrSessionTerminated), and every call would end not sent.
+func (s *remoteSession) usable() bool {
+	return !s.dead.Load() && (s.sid == "" || s.tr.GetSessionId() == s.sid)
+}
+
+// close ends s: its requests to the host, its GET stream, its session at
+// the server (mcp-go sends DELETE).
+func (s *remoteSession) close() {
+	s.stop()
+	_ = s.mc.Close()
 }
 
 func (r *Remote) session(ctx context.Context) (*remoteSession, error) {
@@ -142,7 +169,7 @@ func (r *Remote) session(ctx context.Context) (*remoteSession, error) {
 	r.cur, r.n = s, n
 	r.mu.Unlock()
 	if old != nil {
-		_ = old.mc.Close()
+		old.close()
 	}
 	r.opts.Logger.Info("mcp session started", "session", n, "url", r.spec.URL, "server", s.info.Name,
 		"protocol", s.info.Protocol)
@@ -155,6 +182,15 @@ func (r *Remote) session(ctx context.Context) (*remoteSession, error) {
 func (r *Remote) connect(ctx context.Context, n int) (*remoteSession, error) {
 	topts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(r.httpc),
 		transport.WithHTTPHeaders(r.spec.Headers), transport.WithHTTPLogger(slog.New(debugOnly{r.opts.Logger.Handler()}))}
+	r.mu.Lock()
+	decl := r.declared
+	r.mu.Unlock()
+	if decl != nil {
+		// A legacy server sends the requests that belong to no call of ours
+		// (roots/list once initialized, say) on the GET stream, and drops
+		// them when none is open.
+		topts = append(topts, transport.WithContinuousListening())
+	}
 	oauth, tokens, err := r.oauthOption()
 	if err != nil {
 		return nil, err
@@ -170,17 +206,32 @@ func (r *Remote) connect(ctx context.Context, n int) (*remoteSession, error) {
 		tokens.handler = tr.GetOAuthHandler() // it refreshes through it, under the login's lock
 	}
 	mc := client.NewClient(tr, client.WithDiscoverTimeout(r.opts.ProbeTimeout))
-	ctx, cancel := context.WithTimeout(ctx, r.opts.StartTimeout)
-	defer cancel()
-	if err := mc.Start(ctx); err != nil {
+	s := &remoteSession{n: n, mc: mc, tr: tr, ready: make(chan struct{})}
+	// The transport keeps this context for its GET stream; it lives as
+	// long as the session.
+	s.ctx, s.stop = context.WithCancel(context.Background())
+	if err := mc.Start(s.ctx); err != nil {
+		s.stop()
 		return nil, err
 	}
-	mc.OnNotification(r.onNotification)
+	if r.opts.OnServerRequest != nil {
+		// Replaces mcp-go's own handler, which Start installed; before the
+		// handshake, after which the server may ask at once.
+		tr.SetRequestHandler(r.serverRequestHandler(s))
+	}
+	mc.OnNotification(func(m mcp.JSONRPCNotification) { r.onNotification(n, m) })
+	ctx, cancel := context.WithTimeout(ctx, r.opts.StartTimeout)
+	defer cancel()
 	req := mcp.InitializeRequest{}
 	req.Params.ClientInfo = mcp.Implementation{Name: r.opts.ClientName, Version: r.opts.ClientVersion}
+	if decl != nil {
+		// The host's capabilities, in an initialize at its (legacy)
+		// protocol version: no server/discover first.
+		req.Params.Capabilities, req.Params.ProtocolVersion = decl.caps, decl.version
+	}
 	res, err := mc.Initialize(ctx, req)
 	if err != nil {
-		_ = mc.Close()
+		s.close()
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("no answer to the handshake in time (start timeout %s): %w", r.opts.StartTimeout, err)
 		}
@@ -195,8 +246,11 @@ func (r *Remote) connect(ctx context.Context, n int) (*remoteSession, error) {
 		}
 		return nil, fmt.Errorf("handshake: %w", err)
 	}
-	s := &remoteSession{n: n, mc: mc, info: ServerInfo{Name: res.ServerInfo.Name, Version: res.ServerInfo.Version,
-		Protocol: mc.ProtocolVersion(), Title: res.ServerInfo.Title, Instructions: res.Instructions}}
+	s.info = ServerInfo{Name: res.ServerInfo.Name, Version: res.ServerInfo.Version,
+		Protocol: mc.ProtocolVersion(), Title: res.ServerInfo.Title, Instructions: res.Instructions}
+	if !mcp.IsModernProtocol(s.info.Protocol) {
+		s.sid = tr.GetSessionId()
+	}
 	if v := mc.ProtocolVersion(); mcp.IsModernProtocol(v) {
 		s.connFields = map[string]json.RawMessage{}
 		for k, f := range map[string]any{
@@ -209,15 +263,16 @@ func (r *Remote) connect(ctx context.Context, n int) (*remoteSession, error) {
 			}
 		}
 	}
+	close(s.ready)
 	return s, nil
 }
 
-func (r *Remote) onNotification(n mcp.JSONRPCNotification) {
+// onNotification takes a notification that came on session sn.
+func (r *Remote) onNotification(sn int, n mcp.JSONRPCNotification) {
 	f := n.Params.AdditionalFields
 	token, _ := f["progressToken"].(string)
 	r.mu.Lock()
 	deliver := r.progress[token]
-	sn := r.n
 	r.mu.Unlock()
 	if n.Method != "notifications/progress" || (deliver == nil && !strings.HasPrefix(token, r.tokenPrefix)) {
 		// Not progress of a call of ours: the proxy relays it to its host.
@@ -245,7 +300,7 @@ func (r *Remote) Close() error {
 	s := r.cur
 	r.mu.Unlock()
 	if s != nil {
-		_ = s.mc.Close()
+		s.close()
 	}
 	r.startSem <- struct{}{}
 	<-r.startSem
@@ -280,7 +335,7 @@ func (r *Remote) State() SessionState {
 		return StateRestarting
 	case r.starting:
 		return StateStarting
-	case r.cur != nil && !r.cur.dead.Load():
+	case r.cur != nil && r.cur.usable():
 		return StateRunning
 	case r.tried:
 		return StateExited
@@ -328,6 +383,14 @@ func (r *Remote) Call(ctx context.Context, tool string, args map[string]any, o C
 }
 
 func (r *Remote) callOnce(ctx context.Context, tool string, args map[string]any, o CallOptions) Delivery {
+	r.mu.Lock()
+	r.calls++
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.calls--
+		r.mu.Unlock()
+	}()
 	s, err := r.session(ctx)
 	if err != nil {
 		return Delivery{Kind: DeliveryNotSent, EndedAt: time.Now(), Err: fmt.Errorf("call %s: %w", tool, err)}

@@ -163,5 +163,5 @@ func (r *Remote) resumedMessage(data []byte) {
 	if json.Unmarshal(data, &head) == nil && len(head.ID) > 0 {
 		return // a request, not a notification
 	}
-	r.onNotification(n)
+	r.onNotification(r.Session(), n)
 }
