@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -146,13 +147,23 @@ func (h *hostLink) request(ctx, proxyCtx context.Context, r mcpclient.ServerRequ
 		h.mu.Lock()
 		if req.written && !req.ended {
 			req.ended = true
-			h.cancelUp(id, "the MCP server's session ended")
+			h.cancelUp(id, endReason(ctx))
 		}
 		h.mu.Unlock()
 		return nil, sessionEnded()
 	case <-stop:
 		return nil, sessionEnded()
 	}
+}
+
+// endReason is why the host is told to stop answering a request of the
+// server's whose ctx ended: the session ended, or, over HTTP, mcpclient's
+// bound on the wait passed (the ctx's cause says so).
+func endReason(ctx context.Context) string {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) && cause != context.DeadlineExceeded {
+		return cause.Error()
+	}
+	return "the MCP server's session ended"
 }
 
 type upRequestLine struct {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"testing"
@@ -206,6 +207,37 @@ func TestServerRequestRefusedOrCancelledWithItsSession(t *testing.T) {
 	}
 	if a := waitAnswer(t, ch); a.err == nil {
 		t.Fatalf("answer after the session ended: %s", a.result)
+	}
+}
+
+// A wait that mcpclient's bound ends (over HTTP: the ctx's cause says so)
+// is cancelled up with that reason, not "session ended"; a plain cancel
+// still says the session ended.
+func TestServerRequestCancelledUpWithItsCause(t *testing.T) {
+	p, host := upstreamProxy(t, mcp.ClientCapabilities{Sampling: &mcp.SamplingCapability{}})
+	p.host.markReady()
+	for _, c := range []struct {
+		end  func(context.CancelCauseFunc)
+		want string
+	}{
+		{func(cancel context.CancelCauseFunc) { cancel(errors.New("the host did not answer within 1m0s")) }, "the host did not answer within 1m0s"},
+		{func(cancel context.CancelCauseFunc) { cancel(nil) }, "the MCP server's session ended"},
+	} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		ch := ask(p, ctx, mcpclient.ServerRequest{Session: 1, ID: "3", Method: "sampling/createMessage", Params: json.RawMessage(`{}`)})
+		readLine(t, host)
+		c.end(cancel)
+		up := readLine(t, host)
+		var params struct {
+			Reason string `json:"reason"`
+		}
+		_ = json.Unmarshal(up["params"], &params)
+		if string(up["method"]) != `"notifications/cancelled"` || params.Reason != c.want {
+			t.Errorf("cancel to the host: %v (params %s), want reason %q", up, up["params"], c.want)
+		}
+		if a := waitAnswer(t, ch); a.err == nil {
+			t.Fatalf("answered %s", a.result)
+		}
 	}
 }
 
