@@ -1,7 +1,8 @@
 // An upstream MCP host made of the official TypeScript SDK's Client and
 // StdioClientTransport, as Claude Desktop and most hosts use them. It runs
-// the steps of a plan (argv[2], JSON) against one server command and prints
-// one JSON line: the result of every step.
+// the steps of a plan (argv[2], JSON) against one server command (or, with
+// plan.url, a Streamable HTTP server) and prints one JSON line: the result
+// of every step.
 //
 // The SDK is loaded from the npm fixture (NPM_FIXTURE, the folder holding
 // its package.json), so this file needs no install of its own.
@@ -12,6 +13,7 @@ import fs from 'node:fs';
 const require = createRequire(path.join(process.env.NPM_FIXTURE, 'package.json'));
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
+const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
 const {
   LoggingMessageNotificationSchema, CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema,
 } = require('@modelcontextprotocol/sdk/types.js');
@@ -19,7 +21,7 @@ const sdkVersion = JSON.parse(fs.readFileSync(
   path.join(process.env.NPM_FIXTURE, 'node_modules', '@modelcontextprotocol', 'sdk', 'package.json'), 'utf8')).version;
 
 const plan = JSON.parse(process.argv[2]);
-const transport = new StdioClientTransport({
+const transport = plan.url ? new StreamableHTTPClientTransport(new URL(plan.url)) : new StdioClientTransport({
   command: plan.command,
   args: plan.args ?? [],
   env: { ...process.env, ...(plan.env ?? {}) },
@@ -83,6 +85,13 @@ async function step(s) {
     };
     case 'logs': return { logs };
     case 'serverRequests': return { serverRequests };
+    case 'setRoots': {
+      // The host's roots change: it says so (notifications/roots/list_changed)
+      // and answers the next roots/list with the new ones.
+      plan.roots = s.roots;
+      await client.sendRootsListChanged();
+      return {};
+    }
     case 'waitLog': {
       // Until the server's first log message arrives through the proxy;
       // the bound only turns a hang into a failure.
