@@ -211,6 +211,64 @@ func TestOAuthSessionsRefreshOneLoginOnce(t *testing.T) {
 	}
 }
 
+// A 401 at the start says whether a login is what the server needs
+// (StartError.NeedsLogin), which the console offers then: yes for a client
+// on the stored logins with none for the URL, or with one whose tokens
+// are both refused; no for a client without logins, or with an
+// Authorization header of its own, which a login would not replace.
+func TestOAuthStartSaysWhetherALoginHelps(t *testing.T) {
+	as := oauthtest.NewServer(t, oauthtest.Options{AccessTTL: time.Hour})
+	o := newOrdersServer(t)
+	endpoint := as.ProtectedProxy(t, o.url)
+	logins := mcpclient.Logins{Dir: t.TempDir()}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := func(spec mcpclient.ServerSpec, opts mcpclient.Options) (needsLogin bool, err error) {
+		t.Helper()
+		r, err := mcpclient.NewRemote(spec, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		err = r.Start(ctx)
+		var se *mcpclient.StartError
+		return errors.As(err, &se) && se.NeedsLogin, err
+	}
+	bare := mcpclient.ServerSpec{URL: endpoint}
+	withHeader := mcpclient.ServerSpec{URL: endpoint, Headers: map[string]string{"Authorization": "Bearer wrong"}}
+	for _, tc := range []struct {
+		what string
+		spec mcpclient.ServerSpec
+		opts mcpclient.Options
+		want bool
+	}{
+		{"no login stored", bare, mcpclient.Options{OAuth: &logins}, true},
+		{"no stored logins at all", bare, mcpclient.Options{}, false},
+		{"a header of its own", withHeader, mcpclient.Options{OAuth: &logins}, false},
+	} {
+		needs, err := start(tc.spec, tc.opts)
+		if !errors.Is(err, mcpclient.ErrAuthorization) || needs != tc.want {
+			t.Errorf("%s: start %v, NeedsLogin %v; want authorization needed, NeedsLogin %v", tc.what, err, needs, tc.want)
+		}
+	}
+
+	login, err := mcpclient.Authorize(ctx, endpoint, mcpclient.AuthorizeOptions{OnAuthorizationURL: browse(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := logins.Save(login); err != nil {
+		t.Fatal(err)
+	}
+	if needs, err := start(bare, mcpclient.Options{OAuth: &logins}); err != nil || needs {
+		t.Fatalf("start after the login: %v (NeedsLogin %v), want started", err, needs)
+	}
+	as.RevokeAccessTokens()
+	as.RevokeRefreshTokens()
+	if needs, err := start(bare, mcpclient.Options{OAuth: &logins}); !errors.Is(err, mcpclient.ErrAuthorization) || !needs {
+		t.Fatalf("start with both tokens revoked: %v (NeedsLogin %v), want authorization needed and a login", err, needs)
+	}
+}
+
 // A bearer header given by hand wins over a stored login.
 func TestOAuthHeaderWins(t *testing.T) {
 	as := oauthtest.NewServer(t, oauthtest.Options{AccessTTL: time.Hour})

@@ -162,7 +162,8 @@ func (r *Remote) session(ctx context.Context) (*remoteSession, error) {
 		s, err = r.connect(ctx, n)
 	}
 	if err != nil {
-		return nil, &StartError{Server: r.spec.URL, Session: n, Err: err}
+		return nil, &StartError{Server: r.spec.URL, Session: n, Err: err,
+			NeedsLogin: errors.Is(err, ErrAuthorization) && r.usesLogins()}
 	}
 	r.mu.Lock()
 	old := r.cur
@@ -575,17 +576,27 @@ func (d debugOnly) WithGroup(g string) slog.Handler       { return debugOnly{d.H
 // otherwise put the login's over it). The token store is the option's,
 // for the caller to give the OAuth handler mcp-go makes.
 func (r *Remote) oauthOption() (transport.StreamableHTTPCOption, *loginTokens, error) {
-	if r.opts.OAuth == nil {
+	if !r.usesLogins() {
 		return nil, nil, nil
-	}
-	for k := range r.spec.Headers {
-		if http.CanonicalHeaderKey(k) == "Authorization" {
-			return nil, nil, nil
-		}
 	}
 	cfg, tokens, ok, err := r.opts.OAuth.oauthFor(r.spec.URL)
 	if err != nil || !ok {
 		return nil, nil, err
 	}
 	return transport.WithHTTPOAuth(cfg), tokens, nil
+}
+
+// usesLogins: a login stored for the URL (Options.OAuth) is what this
+// client's sessions authorize with, the headers carrying no Authorization
+// of their own.
+func (r *Remote) usesLogins() bool {
+	if r.opts.OAuth == nil {
+		return false
+	}
+	for k := range r.spec.Headers {
+		if http.CanonicalHeaderKey(k) == "Authorization" {
+			return false
+		}
+	}
+	return true
 }

@@ -382,6 +382,13 @@ type StartError struct {
 	// that logs to stdout.
 	NonJSONLines int
 	FirstNonJSON string
+	// NeedsLogin: a remote server answered 401 (ErrAuthorization) to a
+	// client that authorizes with the logins stored in Options.OAuth (no
+	// Authorization header of its own): no login is stored for Server, or
+	// its token was refused and could not be refreshed. A new login for
+	// Server (Authorize, then Logins.Save) is what it needs; the next
+	// session reads it.
+	NeedsLogin bool
 }
 
 func (e *StartError) Error() string {
