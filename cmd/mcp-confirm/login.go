@@ -123,19 +123,37 @@ func runLogin(ctx context.Context, e *env, g *globalOpts, wait time.Duration, sc
 		fmt.Fprintf(e.stderr, "mcp-confirm login: %v\nNothing was stored.\n", err)
 		return exitUnavailable
 	}
-	login, err := mcpclient.Authorize(ctx, g.url, mcpclient.AuthorizeOptions{
+	said, err := logIn(ctx, logins, g.url, mcpclient.AuthorizeOptions{
 		Scopes: scopes, Wait: wait, ClientID: client.id, ClientSecret: secret, CallbackPort: client.port,
 		OnAuthorizationURL: func(u string) {
 			fmt.Fprintf(e.stderr, "Open this URL in a browser to log in to %s (waiting up to %s; ctrl-C stops):\n", g.url, wait)
 			fmt.Fprintln(e.stdout, u)
 		},
 	})
-	if err != nil {
+	var notKept *loginNotKeptError
+	switch {
+	case errors.As(err, &notKept):
+		fmt.Fprintf(e.stderr, "mcp-confirm login: %v\nThe login worked but could not be kept: check the state folder %s (disk space, permissions).\n", notKept.err, logins.Dir)
+		return exitUnavailable
+	case err != nil:
 		return loginFailed(ctx, e, g.url, err)
 	}
+	fmt.Fprintf(e.stderr, "mcp-confirm login: %s\n", said)
+	return exitOK
+}
+
+// logIn is what 'mcp-confirm login' does once its flags are checked, and
+// what the console's own login runs (consoleLogin): the OAuth login of the
+// server at serverURL (mcpclient.Authorize, which gives the authorization
+// URL to o.OnAuthorizationURL), kept in logins, where every session of
+// that URL reads it. It returns the line that says so, where it is kept.
+func logIn(ctx context.Context, logins *mcpclient.Logins, serverURL string, o mcpclient.AuthorizeOptions) (string, error) {
+	login, err := mcpclient.Authorize(ctx, serverURL, o)
+	if err != nil {
+		return "", err
+	}
 	if err := logins.Save(login); err != nil {
-		fmt.Fprintf(e.stderr, "mcp-confirm login: %v\nThe login worked but could not be kept: check the state folder %s (disk space, permissions).\n", err, logins.Dir)
-		return exitUnavailable
+		return "", &loginNotKeptError{dir: logins.Dir, err: err}
 	}
 	expiry := "no expiry given"
 	if !login.Token.ExpiresAt.IsZero() {
@@ -144,9 +162,21 @@ func runLogin(ctx context.Context, e *env, g *globalOpts, wait time.Duration, sc
 			expiry += ", refreshed when it expires"
 		}
 	}
-	fmt.Fprintf(e.stderr, "mcp-confirm login: logged in to %s (%s); kept in %s\n", g.url, expiry, logins.Path(g.url))
-	return exitOK
+	return fmt.Sprintf("logged in to %s (%s); kept in %s", serverURL, expiry, logins.Path(serverURL)), nil
 }
+
+// loginNotKeptError: the login worked, but writing it to the stored
+// logins failed; nothing was stored.
+type loginNotKeptError struct {
+	dir string
+	err error
+}
+
+func (e *loginNotKeptError) Error() string {
+	return fmt.Sprintf("the login worked but could not be kept in %s (disk space, permissions?): %v", e.dir, e.err)
+}
+
+func (e *loginNotKeptError) Unwrap() error { return e.err }
 
 // loginFailed says why a login did not happen, in two lines, and gives the
 // exit code: 1 not completed (declined, the wait ran out, interrupted), 5
