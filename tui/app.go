@@ -9,7 +9,8 @@
 // keys and their dialogs, results.go the handlers of what came back, and
 // chrome.go draws the bars, message lines and help around the screen.
 // bulk.go is the reconcile screen (a bulk query of the selected calls) and
-// the root's keys and handlers for it.
+// the root's keys and handlers for it; login.go, likewise, the login
+// screen of a server that asked for authorization (O).
 package tui
 
 import (
@@ -145,6 +146,14 @@ type Options struct {
 	// Concurrency is how many queries a bulk query (S) has out at once.
 	// Default 8, as 'mcp-confirm reconcile'.
 	Concurrency int
+	// Login, when set, is offered (O) when a remote server's start is
+	// refused for want of a login (mcpclient.StartError.NeedsLogin): it
+	// logs in as 'mcp-confirm login --url' does. nil: the message says
+	// authorization is needed, and no more.
+	Login LoginFunc
+	// LoginWait bounds the login's browser step, as login's --wait.
+	// Default 5 minutes.
+	LoginWait time.Duration
 }
 
 // screen is one full-window view: the calls list, a call's detail, the
@@ -175,6 +184,7 @@ const (
 	screenTools
 	screenForm
 	screenBulk
+	screenLogin
 )
 
 // shared is the state every screen reads; only the root writes it.
@@ -337,6 +347,7 @@ type Model struct {
 	tools  *toolsScreen
 	form   *formScreen
 	bulk   *bulkScreen
+	login  *loginScreen
 	active screenID
 
 	dialog     dialog
@@ -364,7 +375,11 @@ type Model struct {
 	// The late scan: one at a time; a change while it runs asks for another.
 	lateScanning, lateAgain bool
 	lateTook                time.Duration
-	w, h                    int
+	// offer is the server O logs in to: its start was refused for want of
+	// a login (login.go); nil: none. loginSeq numbers the logins run.
+	offer    *loginOffer
+	loginSeq int
+	w, h     int
 }
 
 // New returns the console's root model.
@@ -383,6 +398,9 @@ func New(o Options) Model {
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = defaultConcurrency
+	}
+	if o.LoginWait <= 0 {
+		o.LoginWait = defaultLoginWait
 	}
 	ctx, cancel := context.WithCancelCause(o.Context)
 	o.Context = ctx
@@ -407,6 +425,7 @@ func New(o Options) Model {
 	m.tools = newToolsScreen(sh)
 	m.form = newFormScreen(sh)
 	m.bulk = newBulkScreen(sh)
+	m.login = &loginScreen{sh: sh, keys: defaultLoginKeys()}
 	m.setSize(m.w, m.h)
 	return m
 }
@@ -485,7 +504,9 @@ func (m *Model) setSize(w, h int) {
 }
 
 // screens are every screen, the active one or not.
-func (m *Model) screens() []screen { return []screen{m.list, m.detail, m.tools, m.form, m.bulk} }
+func (m *Model) screens() []screen {
+	return []screen{m.list, m.detail, m.tools, m.form, m.bulk, m.login}
+}
 
 func (m *Model) activeScreen() screen {
 	switch m.active {
@@ -497,6 +518,8 @@ func (m *Model) activeScreen() screen {
 		return m.form
 	case screenBulk:
 		return m.bulk
+	case screenLogin:
+		return m.login
 	}
 	return m.list
 }
@@ -565,6 +588,9 @@ func (m *Model) globalKey(k tea.KeyMsg) (tea.Cmd, bool) {
 		m.showHelp = false
 		return nil, true
 	}
+	if cmd, handled := m.loginKey(k); handled {
+		return cmd, true
+	}
 	if m.active == screenList {
 		if cmd, handled := m.lateKey(k); handled {
 			return cmd, true
@@ -607,9 +633,7 @@ func (m *Model) appMsg(msg tea.Msg) (tea.Cmd, bool) {
 		}
 		m.tools.onTools()
 		m.syncBindings() // K depends on the cancel_tool being listed, as a write
-		if msg.Err != nil {
-			m.setMessage("the server's tools could not be listed: "+errLine(msg.Err), true)
-		}
+		m.onToolsListed(msg)
 		return m.readDemoOrders(), true
 	case demoOrdersMsg:
 		m.onDemoOrders(msg)
@@ -653,6 +677,10 @@ func (m *Model) appMsg(msg tea.Msg) (tea.Cmd, bool) {
 		return m.startBulkRetry(msg), true
 	case bulkRetriedMsg:
 		return m.onBulkRetried(msg), true
+	case loginURLMsg:
+		return m.onLoginURL(msg), true
+	case loginDoneMsg:
+		return m.onLoginDone(msg), true
 	case errMsg:
 		m.setMessage(errLine(msg.Err), true)
 		return nil, true

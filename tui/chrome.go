@@ -92,12 +92,14 @@ func (m Model) ShortHelp() []key.Binding {
 	if m.dialog != nil || m.activeScreen().Capturing() {
 		return append(b, m.keys.ForceQuit) // q is a letter here
 	}
-	return append(b, m.keys.Help, m.keys.Quit)
+	// O, while a server waits for a login, comes first: nothing on that
+	// server can be done before it. Disabled, help leaves it out.
+	return append(append([]key.Binding{m.keys.Login}, b...), m.keys.Help, m.keys.Quit)
 }
 
 // FullHelp is the ? view: the active screen's groups, then the app's.
 func (m Model) FullHelp() [][]key.Binding {
-	return append(m.activeScreen().FullHelp(), []key.Binding{m.keys.Help, m.keys.Quit, m.keys.ForceQuit})
+	return append(m.activeScreen().FullHelp(), []key.Binding{m.keys.Login, m.keys.Help, m.keys.Quit, m.keys.ForceQuit})
 }
 
 // View draws the window: top bar, optional recovery banner, the active

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -445,4 +446,28 @@ func acceptCmd(ctx context.Context, e Engine, run int, id int64) tea.Cmd {
 		c, ev, err := e.AcceptFound(ctx, id, "")
 		return acceptedMsg{Run: run, ID: id, Call: c, Evidence: ev, Err: err}
 	}
+}
+
+// loginCmd runs the console's OAuth login of the server at serverURL
+// (Options.Login) on a goroutine of its own, which ends with the login
+// (ctx's end ends it early). Its messages come one at a time: loginURLMsg
+// when the authorization URL is there (nextLoginCmd waits for the
+// following one), then loginDoneMsg.
+func loginCmd(ctx context.Context, login LoginFunc, seq int, serverURL string, wait time.Duration, now func() time.Time) tea.Cmd {
+	return func() tea.Msg {
+		ch := make(chan tea.Msg, 2) // the URL and the end: neither send waits
+		go func() {
+			var once sync.Once
+			said, err := login(ctx, serverURL, wait, func(u string) {
+				once.Do(func() { ch <- loginURLMsg{Seq: seq, URL: u, At: now(), next: ch} })
+			})
+			ch <- loginDoneMsg{Seq: seq, Said: said, Err: err}
+		}()
+		return <-ch
+	}
+}
+
+// nextLoginCmd waits for a login's next message (loginCmd).
+func nextLoginCmd(ch <-chan tea.Msg) tea.Cmd {
+	return func() tea.Msg { return <-ch }
 }

@@ -8,14 +8,27 @@ import (
 )
 
 // appKeys work on every screen (ctrl+c even in a dialog).
-type appKeys struct{ Help, Quit, ForceQuit key.Binding }
+//
+// Login is O, not L: L is the next late settle on the list. It is
+// enabled only while a server waits for a login (login.go).
+type appKeys struct{ Help, Quit, ForceQuit, Login key.Binding }
 
 func defaultAppKeys() appKeys {
+	login := key.NewBinding(key.WithKeys("O"), key.WithHelp("O", "log in"))
+	login.SetEnabled(false)
 	return appKeys{
 		Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Quit:      key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
 		ForceQuit: key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
+		Login:     login,
 	}
+}
+
+// loginKeys drive the login screen: the browser does the rest.
+type loginKeys struct{ Cancel key.Binding }
+
+func defaultLoginKeys() loginKeys {
+	return loginKeys{Cancel: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel the login"))}
 }
 
 // decisionKeys are the operator's decisions on the selected call (SPEC §4).
@@ -226,7 +239,11 @@ func KeyTable() string {
 	dk := defaultDialogKeys()
 	add("dialog", dk.Yes, dk.No, dk.Choose, dk.Toggle)
 	a := defaultAppKeys()
-	add("anywhere", a.Help, a.Quit, a.ForceQuit)
+	a.Login.SetHelp(a.Login.Help().Key, "log in with OAuth, as mcp-confirm login does, to the remote server whose start was refused for want of a login; then its tools are listed again")
+	lk := defaultLoginKeys()
+	lk.Cancel.SetHelp(lk.Cancel.Help().Key, "cancel the login (nothing is stored)")
+	add("log in", lk.Cancel)
+	add("anywhere", a.Help, a.Quit, a.ForceQuit, a.Login)
 	out := "| where | key | does |\n| --- | --- | --- |\n"
 	for _, r := range rows {
 		out += "| " + r.where + " | " + r.keys + " | " + r.does + " |\n"

@@ -16,7 +16,7 @@ func TestKeyTableListsEveryBinding(t *testing.T) {
 	for name, km := range map[string]any{
 		"listKeys": defaultListKeys(), "detailKeys": defaultDetailKeys(), "toolsKeys": defaultToolsKeys(),
 		"formKeys": defaultFormKeys(), "bulkKeys": defaultBulkKeys(), "dialogKeys": defaultDialogKeys(), "inputDialogKeys": defaultInputDialogKeys(),
-		"filterKeys": defaultFilterKeys(), "appKeys": defaultAppKeys(),
+		"filterKeys": defaultFilterKeys(), "appKeys": defaultAppKeys(), "loginKeys": defaultLoginKeys(),
 	} {
 		v := reflect.New(reflect.TypeOf(km)).Elem() // addressable, so embedded unexported maps can be read
 		v.Set(reflect.ValueOf(km))

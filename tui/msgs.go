@@ -3,6 +3,7 @@ package tui
 import (
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/guard"
@@ -204,5 +205,24 @@ type (
 		Call     pending.Call
 		Evidence string
 		Err      error
+	}
+)
+
+// The console's own OAuth login (O, login.go).
+type (
+	// loginURLMsg: login Seq listens on its loopback redirect, and URL is
+	// the authorization URL for the browser, there since At; next brings
+	// the login's end.
+	loginURLMsg struct {
+		Seq  int
+		URL  string
+		At   time.Time
+		next <-chan tea.Msg
+	}
+	// loginDoneMsg: login Seq ended, kept (Said says where) or not (Err).
+	loginDoneMsg struct {
+		Seq  int
+		Said string
+		Err  error
 	}
 )

@@ -75,7 +75,7 @@ func (m *Model) onQueried(msg queriedMsg) tea.Cmd {
 	}
 	if msg.Err != nil {
 		m.queryErr[msg.ID] = errLine(msg.Err)
-		m.setMessage("query of "+who+" failed: "+errLine(msg.Err), true)
+		m.setMessage("query of "+who+" failed: "+m.authLine(msg.Err, ""), true)
 		return m.reloadAfter(msg.ID)
 	}
 	if msg.Result.State != pending.StateSucceeded {
@@ -118,7 +118,7 @@ func (m *Model) onRetried(msg retriedMsg) tea.Cmd {
 	case errors.As(msg.Err, &ser):
 		m.setMessage(serverMismatchLine(ser, msg.ID, "retry"), true)
 	case msg.Err != nil:
-		m.setMessage("retry of call "+fmt.Sprint(msg.ID)+" failed: "+errLine(msg.Err), true)
+		m.setMessage("retry of call "+fmt.Sprint(msg.ID)+" failed: "+m.authLine(msg.Err, ""), true)
 	default:
 		s := who + ": " + stateWord(msg.Result.State)
 		if msg.Result.Replayed {
@@ -162,7 +162,7 @@ func (m *Model) onCompensated(msg compensatedMsg) tea.Cmd {
 		m.setMessage(fmt.Sprintf("call %d (%s) was sent to compensate call %d, but the journal could not record how it ended: outcome unknown, NOT resent; fix the journal, it shows as unknown after a restart",
 			notRecorded.CallID, cancel, msg.ID), true)
 	case msg.Err != nil && res.Call.ID == 0 || msg.Err != nil && res.Call.ID == msg.ID:
-		m.setMessage(fmt.Sprintf("call %d was not compensated, nothing was sent: %s", msg.ID, errLine(msg.Err)), true)
+		m.setMessage(fmt.Sprintf("call %d was not compensated, nothing was sent: %s", msg.ID, m.authLine(msg.Err, "")), true)
 	case msg.Err != nil:
 		m.setMessage(fmt.Sprintf("call %d (%s) to compensate call %d: %s", res.Call.ID, cancel, msg.ID, errLine(msg.Err)), true)
 	default:

@@ -202,6 +202,10 @@ func (t *toolsScreen) View() string {
 	switch {
 	case t.sh.toolsErr != nil:
 		b.WriteString(st.ErrorLine.Render(trunc("cannot list the tools of "+name+": "+errLine(t.sh.toolsErr), t.w)))
+		if o, ok := loginOfferOf(t.sh.toolsErr); ok && t.sh.opts.Login != nil {
+			b.WriteString("\n\n" + wrap(fmt.Sprintf("It wants authorization: %s logs in to %s here, as mcp-confirm login does, then lists its tools again.",
+				defaultAppKeys().Login.Help().Key, clean(o.url)), t.w))
+		}
 		return b.String()
 	case !t.sh.toolsLoaded:
 		return st.Subtle.Render("starting " + name + " and listing its tools…")
