@@ -94,6 +94,8 @@ func runConsole(ctx context.Context, e *env, g *globalOpts) int {
 		WriteTimeout: g.timeout, // 0: the policy's clock for each tool, else the default
 		Home:         e.getenv("HOME"),
 		Concurrency:  cf.concurrency,
+		Login:        consoleLogin(e), // O on a remote server that wants a login (issue 19)
+		LoginWait:    defaultLoginWait,
 	}
 	var j *pending.Journal
 	var notifier *notify.Notifier // told of the calls a watch finds recovered; nil: none

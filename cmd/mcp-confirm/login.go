@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 	"github.com/mcp-confirm/mcp-confirm/termtext"
+	"github.com/mcp-confirm/mcp-confirm/tui"
 )
 
 // defaultLoginWait is how long login waits for the browser step.
@@ -163,6 +164,21 @@ func logIn(ctx context.Context, logins *mcpclient.Logins, serverURL string, o mc
 		}
 	}
 	return fmt.Sprintf("logged in to %s (%s); kept in %s", serverURL, expiry, logins.Path(serverURL)), nil
+}
+
+// consoleLogin is the console's own login (tui.Options.Login, O on a
+// server whose start was refused for want of one): login's, with its
+// defaults (dynamic registration, the scope the server asks for, a free
+// loopback port), kept where login keeps it. It shows the URL and opens
+// no browser, as login. nil when there is no state folder to keep it in.
+func consoleLogin(e *env) tui.LoginFunc {
+	logins, err := loginStore(e)
+	if err != nil {
+		return nil
+	}
+	return func(ctx context.Context, serverURL string, wait time.Duration, show func(string)) (string, error) {
+		return logIn(ctx, logins, serverURL, mcpclient.AuthorizeOptions{Wait: wait, OnAuthorizationURL: show})
+	}
 }
 
 // loginNotKeptError: the login worked, but writing it to the stored
