@@ -1,0 +1,189 @@
+package tui
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcp-confirm/mcp-confirm/internal/oauthtest"
+)
+
+// The console's own login (issue 19) on the real binary in a real
+// terminal, against a real authorization server and the demo server over
+// HTTP behind its bearer check, on loopback. The console opens on the
+// protected URL with no login kept: its start is refused, and the tools
+// screen and the message say authorization is needed and that O logs in.
+// O shows the authorization URL; esc cancels, and the loopback redirect
+// is gone (the URL followed then reaches nothing). O again; the test,
+// playing the browser, reads the URL off the screen and follows it; the
+// console keeps the login where 'mcp-confirm login' keeps it (0600) and
+// lists the server's tools on the screen the operator was on. Nothing is
+// journaled and no order is made.
+func TestEndToEndLoginInTmux(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil && os.Getenv("CI") != "true" {
+		t.Skip("tmux is not installed")
+	}
+	bin := buildBinary(t, "../cmd/mcp-confirm", "mcp-confirm")
+	dir := t.TempDir()
+	journal, demoDB, state := filepath.Join(dir, "journal.db"), filepath.Join(dir, "demo.db"), filepath.Join(dir, "state")
+	as := oauthtest.NewServer(t, oauthtest.Options{AccessTTL: time.Hour})
+	endpoint := as.ProtectedProxy(t, startHTTPDemoServer(t, bin, demoDB))
+
+	tm := newTerm(t, 120, 36, []string{"TERM=xterm-256color", "XDG_STATE_HOME=" + state, "HOME=" + dir},
+		bin, "--db", journal, "--url", endpoint)
+	tm.waitFor("authorization needed by "+endpoint+": O logs in here", "O log in")
+	tm.press("t")
+	tm.waitFor("cannot list the tools", "It wants authorization: O logs in to "+endpoint)
+
+	// 1. O, then esc: cancelled, nothing kept, and its redirect no longer
+	// listens.
+	tm.press("O")
+	tm.waitFor("Logging in to "+endpoint, "Waiting for the browser:", "left. esc cancels.")
+	first := screenURL(t, tm, as.URL+"/authorize?")
+	tm.press("Escape")
+	tm.waitFor("login to " + endpoint + " cancelled; nothing was stored")
+	tm.waitFor("It wants authorization: O logs in to " + endpoint) // back on the tools screen, offered again
+	if resp, err := http.Get(first); err == nil {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Fatalf("the cancelled login's redirect still answers: %d %s", resp.StatusCode, body)
+	}
+	if files, _ := filepath.Glob(filepath.Join(state, "mcp-confirm", "oauth", "*.json")); len(files) != 0 {
+		t.Fatalf("a cancelled login kept %v", files)
+	}
+
+	// 2. O again; the browser follows the URL on the screen.
+	tm.press("O")
+	tm.waitFor("Logging in to "+endpoint, "Waiting for the browser:")
+	u := screenURL(t, tm, as.URL+"/authorize?")
+	if u == first {
+		t.Fatal("the second login shows the first one's URL")
+	}
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatalf("browser: %v\nscreen:\n%s", err, tm.screen())
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte("Logged in")) {
+		t.Fatalf("browser: the redirect answered %d %s", resp.StatusCode, body)
+	}
+	tm.waitFor("logged in to "+endpoint+" (access token valid for", "tools on ", "create_order", "find_orders")
+	if s := tm.screen(); strings.Contains(s, "authorization needed") || strings.Contains(s, "O log in") {
+		t.Errorf("the login is still offered once logged in:\n%s", s)
+	}
+	files, _ := filepath.Glob(filepath.Join(state, "mcp-confirm", "oauth", "*.json"))
+	if len(files) != 1 {
+		t.Fatalf("login files %v, want one", files)
+	}
+	if st, err := os.Stat(files[0]); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("%s: %v, mode %v; want 0600", files[0], err, st.Mode().Perm())
+	}
+	if c := as.Counts(); c.Registrations != 2 || c.Exchanges != 1 {
+		t.Errorf("authorization server saw %+v; want two registrations (one a login), one code exchanged", c)
+	}
+	tm.press("q")
+	if code := tm.exitCode(); code != "0" {
+		t.Fatalf("console exit status %s", code)
+	}
+	if n := countOrders(t, demoDB); n != 0 {
+		t.Fatalf("the login made %d orders, want none", n)
+	}
+	if n := countCalls(t, journal); n != 0 {
+		t.Fatalf("the journal holds %d calls, want none", n)
+	}
+}
+
+// screenURL is the URL starting with prefix on the login screen, its
+// lines joined, as a person selecting it copies it (and a browser drops
+// the line breaks).
+func screenURL(t *testing.T, tm *term, prefix string) string {
+	t.Helper()
+	tm.waitFor(prefix)
+	lines := strings.Split(tm.screen(), "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(l, prefix) {
+			continue
+		}
+		var b strings.Builder
+		for _, l := range lines[i:] {
+			l = strings.TrimRight(l, " ")
+			if l == "" {
+				break
+			}
+			b.WriteString(l)
+		}
+		return b.String()
+	}
+	t.Fatalf("no line starts with %q:\n%s", prefix, tm.screen())
+	return ""
+}
+
+// startHTTPDemoServer runs the demo server over Streamable HTTP on a free
+// loopback port and returns its endpoint.
+func startHTTPDemoServer(t *testing.T, bin, db string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "demo-server", "--http", "127.0.0.1:0", "--db", db)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+	})
+	listening := regexp.MustCompile(`msg="demo server listening" url=(\S+)`)
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := listening.FindStringSubmatch(stderr.String()); m != nil {
+			return m[1]
+		}
+	}
+	t.Fatalf("the HTTP demo server did not start:\n%s", stderr.String())
+	return ""
+}
+
+// syncBuffer is a bytes.Buffer written by a process and read by the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// countCalls is the number of calls in a journal file.
+func countCalls(t *testing.T, path string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite", path+"?_pragma=query_only(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRowContext(context.Background(), "SELECT count(*) FROM calls").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
