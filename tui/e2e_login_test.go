@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -28,21 +29,51 @@ import (
 // playing the browser, reads the URL off the screen and follows it; the
 // console keeps the login where 'mcp-confirm login' keeps it (0600) and
 // lists the server's tools on the screen the operator was on. Nothing is
-// journaled and no order is made.
+// journaled and no order is made. The same over several servers (a host
+// config with the protected server as one remote entry), where the
+// server is refused when picked for a new call.
 func TestEndToEndLoginInTmux(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("tmux is not installed")
 	}
 	bin := buildBinary(t, "../cmd/mcp-confirm", "mcp-confirm")
+	t.Run("one server", func(t *testing.T) { testLoginInTmux(t, bin, false) })
+	t.Run("several servers", func(t *testing.T) { testLoginInTmux(t, bin, true) })
+}
+
+func testLoginInTmux(t *testing.T, bin string, fleet bool) {
 	dir := t.TempDir()
 	journal, demoDB, state := filepath.Join(dir, "journal.db"), filepath.Join(dir, "demo.db"), filepath.Join(dir, "state")
 	as := oauthtest.NewServer(t, oauthtest.Options{AccessTTL: time.Hour})
 	endpoint := as.ProtectedProxy(t, startHTTPDemoServer(t, bin, demoDB))
 
-	tm := newTerm(t, 120, 36, []string{"TERM=xterm-256color", "XDG_STATE_HOME=" + state, "HOME=" + dir},
-		bin, "--db", journal, "--url", endpoint)
+	env := []string{"TERM=xterm-256color", "XDG_STATE_HOME=" + state, "HOME=" + dir}
+	listed := "tools on "
+	var tm *term
+	if fleet {
+		config := filepath.Join(dir, "mcp.json")
+		b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+			"orders": map[string]any{"type": "http", "url": endpoint},
+			"local":  map[string]any{"command": bin, "args": []string{"demo-server", "--db", filepath.Join(dir, "local.db")}},
+		}})
+		if err := os.WriteFile(config, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		tm = newTerm(t, 120, 36, env, bin, "--db", journal, "--config", config)
+		tm.waitFor("2 servers: local not started · orders not started")
+		tm.press("c")
+		tm.waitFor("Pick the server for the new call", "› local")
+		tm.press("Down")
+		tm.waitFor("› orders")
+		tm.press("Enter")
+		listed = "Pick the tool to call on orders"
+	} else {
+		tm = newTerm(t, 120, 36, env, bin, "--db", journal, "--url", endpoint)
+	}
 	tm.waitFor("authorization needed by "+endpoint+": O logs in here", "O log in")
-	tm.press("t")
+	if !fleet {
+		tm.press("t")
+	}
 	tm.waitFor("cannot list the tools", "It wants authorization: O logs in to "+endpoint)
 
 	// 1. O, then esc: cancelled, nothing kept, and its redirect no longer
@@ -78,7 +109,7 @@ func TestEndToEndLoginInTmux(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte("Logged in")) {
 		t.Fatalf("browser: the redirect answered %d %s", resp.StatusCode, body)
 	}
-	tm.waitFor("logged in to "+endpoint+" (access token valid for", "tools on ", "create_order", "find_orders")
+	tm.waitFor("logged in to "+endpoint+" (access token valid for", listed, "create_order", "find_orders")
 	if s := tm.screen(); strings.Contains(s, "authorization needed") || strings.Contains(s, "O log in") {
 		t.Errorf("the login is still offered once logged in:\n%s", s)
 	}

@@ -288,3 +288,53 @@ func TestLoginDoesNotHoldTheConsole(t *testing.T) {
 		t.Fatalf("the login after ctrl+c: %#v, want ended by its context", done)
 	}
 }
+
+// loginServers is fakeServers with some servers' engines replaced.
+type loginServers struct {
+	fakeServers
+	engines map[string]Engine
+}
+
+func (s loginServers) Engine(n string) Engine {
+	if e, ok := s.engines[n]; ok {
+		return e
+	}
+	return s.fakeServers.Engine(n)
+}
+
+// Over several servers, the picked server that wants a login is the one
+// logged in to, and its tools are listed again once it is; the picker's
+// other server is left as it was.
+func TestLoginInlineOverSeveralServers(t *testing.T) {
+	e := newEnv(t)
+	e.seed()
+	other := &fakeServer{name: "remote", tools: testTools(), answer: ordersAnswer, seen: map[string]int{}}
+	o := e.overServers(e.options(), "shop", other)
+	ae := &authEngine{Engine: o.Servers.Engine("remote"), needsLogin: true}
+	o.Servers = loginServers{fakeServers: o.Servers.(fakeServers), engines: map[string]Engine{"remote": ae}}
+	fl := &fakeLogin{engine: ae, end: make(chan error, 1), waits: make(chan time.Duration, 4)}
+	o.Login = fl.login
+	m := e.modelWith(o, 120, 30)
+	if m.keys.Login.Enabled() {
+		t.Fatal("a login offered before any server was started")
+	}
+	m = press(t, m, m.list.keys.NewCall)
+	m = step(t, m, keyMsg("down"))
+	m = step(t, m, keyMsg("enter")) // remote: refused
+	if m.sh.picked != "remote" || !m.keys.Login.Enabled() || !strings.Contains(m.message, "authorization needed by "+loginServerURL) {
+		t.Fatalf("remote picked: picked %q, O enabled %v, message %q", m.sh.picked, m.keys.Login.Enabled(), m.message)
+	}
+	m, cmd := update(m, keyMsg("O"))
+	um := run(t, cmd).(loginURLMsg)
+	<-fl.waits
+	m, next := update(m, um)
+	fl.end <- nil
+	m, cmd = update(m, run(t, next))
+	m = settle(t, m, cmd)
+	if m.active != screenTools || m.sh.picked != "remote" || !m.sh.toolsLoaded || len(m.sh.tools) != len(testTools()) {
+		t.Fatalf("after the login: screen %v, picked %q, tools loaded %v (%d); want remote's tools listed", m.active, m.sh.picked, m.sh.toolsLoaded, len(m.sh.tools))
+	}
+	if v := flat(m.View()); !strings.Contains(v, "Pick the tool to call on remote") {
+		t.Errorf("the tools screen after the login:\n%s", m.View())
+	}
+}
