@@ -89,8 +89,8 @@ func (m *Model) syncLogin() {
 	m.keys.Login.SetEnabled(m.offer != nil && m.sh.opts.Login != nil && m.login.seq == 0)
 }
 
-// loginKey starts the login offered; pressed with none offered, it says why
-// nothing happens.
+// loginKey starts the login offered, or shows the one under way; pressed
+// with none offered, it says why nothing happens.
 func (m *Model) loginKey(k tea.KeyMsg) (tea.Cmd, bool) {
 	switch {
 	case key.Matches(k, m.keys.Login):
@@ -98,7 +98,9 @@ func (m *Model) loginKey(k tea.KeyMsg) (tea.Cmd, bool) {
 	case !pressedDisabled(k, m.keys.Login):
 		return nil, false
 	case m.login.seq != 0:
-		m.whyNot("a login is under way (" + clean(m.login.offer.url) + "); esc on its screen cancels it")
+		// Back to the login under way, should another screen have come.
+		m.active = screenLogin
+		m.showHelp = false
 	default:
 		m.whyNot("no server asked for a login: " + m.keys.Login.Help().Key + " logs in to a remote server whose start was refused for want of one")
 	}
@@ -145,7 +147,9 @@ func (m *Model) onLoginDone(msg loginDoneMsg) tea.Cmd {
 		m.setMessage(loginFailedLine(who, l.cancelled, msg.Err, m.keys.Login.Help().Key), !l.cancelled)
 		return nil
 	}
-	m.offer = nil
+	if m.offer != nil && m.offer.url == l.offer.url {
+		m.offer = nil // another server's, offered meanwhile, stays
+	}
 	said := clean(msg.Said)
 	if said == "" {
 		said = "logged in to " + who

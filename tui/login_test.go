@@ -279,6 +279,11 @@ func TestLoginDoesNotHoldTheConsole(t *testing.T) {
 	if v := m.View(); !strings.Contains(v, "30s left") {
 		t.Errorf("the time left does not follow the clock:\n%s", v)
 	}
+	m, _ = update(m, showScreenMsg{Screen: screenList}) // another screen came
+	m, _ = update(m, keyMsg("O"))
+	if m.active != screenLogin {
+		t.Errorf("O during a login shows screen %v, want the login's", m.active)
+	}
 	m, cmd = update(m, keyMsg("ctrl+c"))
 	if cmd == nil {
 		t.Fatal("ctrl+c during a login does not quit")
