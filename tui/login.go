@@ -5,8 +5,9 @@
 // screen shows the authorization URL as plain text and waits, with its
 // time left, for the browser to come back; esc cancels. A login kept, the
 // server's tools are listed again, which starts its session anew with
-// it. Nothing is sent to the server by any of this but that handshake and
-// tools/list.
+// it. No tool is called: what reaches the server is the login's discovery
+// (an unauthenticated initialize, its metadata) and, once logged in, a
+// handshake and tools/list.
 
 package tui
 
