@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -27,38 +26,6 @@ import (
 
 	"github.com/mcp-confirm/mcp-confirm/internal/npmfixture"
 )
-
-// startEverythingHTTP runs server-everything over Streamable HTTP on a free
-// loopback port and returns its base URL (no path).
-func startEverythingHTTP(t *testing.T) string {
-	t.Helper()
-	bin := npmfixture.Bin(t, "mcp-server-everything")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, "node", bin, "streamableHttp")
-	cmd.Env = append(os.Environ(), "PORT="+port)
-	var out lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-	})
-	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(out.String(), "listening on port "+port); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("server-everything did not start on port %s:\n%s", port, out.String())
-		}
-	}
-	return "http://127.0.0.1:" + port
-}
 
 // cuttingRelay forwards HTTP to a server, streaming responses as they
 // come; the response to the first POST whose body names cutTool is cut
@@ -136,7 +103,7 @@ func (c *cuttingRelay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func TestHTTPEverythingCutStreamResumed(t *testing.T) {
 	const tool = "trigger-long-running-operation"
-	upstream := startEverythingHTTP(t)
+	upstream := strings.TrimSuffix(npmfixture.EverythingHTTP(t), "/mcp") // the relay keeps the path
 	relay := &cuttingRelay{target: upstream, cutTool: tool}
 	srv := httptest.NewUnstartedServer(relay)
 	srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
