@@ -245,6 +245,8 @@ func (m Model) statusBar() string {
 	switch srv.State {
 	case "", mcpclient.StateNew, mcpclient.StateStarting:
 		state = "starting"
+	case mcpclient.StateExited:
+		state = serverState(srv) // "start failed" for one that never ran
 	}
 	server := fmt.Sprintf(" %s %s", name, state)
 	if srv.Session > 0 {

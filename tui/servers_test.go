@@ -269,3 +269,22 @@ type startingServers struct {
 func (f startingServers) Names() []string              { return f.names }
 func (f startingServers) Engine(n string) Engine       { return f.g[n] }
 func (f startingServers) Status(n string) ServerStatus { return f.srv[n] }
+
+// A server that never ran (its start was refused, or its command is not
+// there) says so, rather than "exited" as one that ran and died does.
+func TestServerStateSaysAStartFailed(t *testing.T) {
+	for _, tc := range []struct {
+		snap serverSnap
+		want string
+	}{
+		{serverSnap{}, "not started"},
+		{serverSnap{State: mcpclient.StateStarting}, "starting"},
+		{serverSnap{State: mcpclient.StateExited}, "start failed"},
+		{serverSnap{State: mcpclient.StateExited, Session: 2}, "exited"},
+		{serverSnap{State: mcpclient.StateRunning, Session: 1}, "running"},
+	} {
+		if got := serverState(tc.snap); got != tc.want {
+			t.Errorf("serverState(%+v) = %q, want %q", tc.snap, got, tc.want)
+		}
+	}
+}

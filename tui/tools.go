@@ -129,6 +129,10 @@ func serverState(s serverSnap) string {
 		return "not started"
 	case mcpclient.StateStarting:
 		return "starting"
+	case mcpclient.StateExited:
+		if s.Session == 0 { // it never ran: "exited" would say it had
+			return "start failed"
+		}
 	}
 	return string(s.State)
 }
