@@ -34,6 +34,33 @@ import (
 // MCP_CONFIRM_FAULT_SEED replays a seed (printed at the start and on
 // failure); MCP_CONFIRM_FAULT_RUNS raises the run count.
 func TestE2ERandomFaults(t *testing.T) {
+	runFaultSoak(t, faultSoak{
+		name:   "fault test",
+		groups: []string{"fault.", "decision.", "final.", "late.", "late_hold.", "unusable.", "twice.", "respelled.", "server."},
+		worker: func(tb testing.TB, dir string, k int, seed uint64, stats *faultStats) *faultWorker {
+			fw := newFaultWorker(tb, dir, k, seed, stats)
+			fw.tr = stdioFaults{fw.w}
+			return fw
+		},
+		run: (*faultWorker).run,
+	})
+}
+
+// faultSoak is one mode of the randomized fault test: its name in the log,
+// the groups of counts its summary line gives, how a worker is made, and
+// one run of a worker.
+type faultSoak struct {
+	name   string
+	groups []string
+	worker func(tb testing.TB, dir string, k int, seed uint64, stats *faultStats) *faultWorker
+	run    func(fw *faultWorker, i int)
+}
+
+// runFaultSoak runs a fault soak: at least 200 runs (MCP_CONFIRM_FAULT_RUNS
+// raises it) on three workers, each with its own journal and demo database,
+// from a seed printed at the start and replayed by MCP_CONFIRM_FAULT_SEED;
+// then each worker's final check, and a summary line.
+func runFaultSoak(t *testing.T, soak faultSoak) {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("MCP_CONFIRM_FAULT_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
@@ -51,7 +78,7 @@ func TestE2ERandomFaults(t *testing.T) {
 		runs = v
 	}
 	const workers = 3
-	t.Logf("fault test: seed %d (replay with MCP_CONFIRM_FAULT_SEED=%d), %d runs on %d workers", seed, seed, runs, workers)
+	t.Logf("%s: seed %d (replay with MCP_CONFIRM_FAULT_SEED=%d), %d runs on %d workers", soak.name, seed, seed, runs, workers)
 	start := time.Now()
 
 	stats := newFaultStats()
@@ -63,9 +90,9 @@ func TestE2ERandomFaults(t *testing.T) {
 		go func(k int) {
 			defer wg.Done()
 			defer tbs[k].recoverFatal()
-			fw := newFaultWorker(tbs[k], t.TempDir(), k, seed, stats)
+			fw := soak.worker(tbs[k], t.TempDir(), k, seed, stats)
 			for i := k; i < runs; i += workers {
-				fw.run(i)
+				soak.run(fw, i)
 				if tbs[k].Failed() {
 					return
 				}
@@ -77,9 +104,10 @@ func TestE2ERandomFaults(t *testing.T) {
 	for _, tb := range tbs {
 		tb.report(t)
 	}
-	t.Logf("fault test: %s", stats)
-	t.Logf("fault summary: seed=%d runs=%d workers=%d wall=%s %s", seed, stats.runs(), workers,
-		time.Since(start).Round(time.Millisecond), stats.short())
+	t.Logf("%s: %s", soak.name, stats)
+	summary := strings.TrimSuffix(soak.name, " test") + " summary"
+	t.Logf("%s: seed=%d runs=%d workers=%d wall=%s %s", summary, seed, stats.runs(), workers,
+		time.Since(start).Round(time.Millisecond), stats.short(soak.groups))
 	if n := stats.runs(); n < runs && !t.Failed() {
 		t.Errorf("only %d of %d runs completed", n, runs)
 	}
@@ -178,9 +206,11 @@ func (s *faultStats) String() string {
 	return strings.Join(parts, " ")
 }
 
-func (s *faultStats) short() string {
+// short is the summary line's counts: those of groups, then the orders and
+// the keys that hold more than one.
+func (s *faultStats) short(groups []string) string {
 	var parts []string
-	for _, group := range []string{"fault.", "decision.", "final.", "late.", "late_hold.", "unusable.", "twice.", "respelled.", "server."} {
+	for _, group := range groups {
 		var g []string
 		s.mu.Lock()
 		for n, c := range s.counts {
@@ -203,6 +233,7 @@ func (s *faultStats) short() string {
 type faultWorker struct {
 	t      testing.TB
 	w      *world
+	tr     faultTransport // how its servers are reached, and what went out to them
 	db     *sql.DB
 	rng    *rand.Rand
 	k      int
@@ -221,7 +252,7 @@ type fcall struct {
 	args  string // as the test writes them (3, never 3.0): equal strings are equal arguments
 	state string
 	fault string   // the fault it was made under
-	flags []string // its server's fault flags: its stored identity is w.server(flags...)
+	flags []string // its server's faults: its stored identity is tr.server(flags...)
 	// late: its caller was told unknown, then the answer settled it; until
 	// an ack it holds identical calls (SPEC §9, late settle).
 	late bool
@@ -314,19 +345,14 @@ func (fw *faultWorker) fail(i int, format string, args ...any) {
 	fw.t.Fatalf("run %d (%s): %s", i, fw.what, fmt.Sprintf(format, args...))
 }
 
-// run is one fault run and the operator's decisions after it.
-func (fw *faultWorker) run(i int) {
-	t, w := fw.t, fw.w
-	// Every command reaps its server before it exits; a server left over
-	// from the previous run would be a leak (kill -9 runs wait for theirs).
-	if pids := demoPIDs(t, w.demoDB); len(pids) > 0 {
-		fw.fail(i, "demo server(s) %v still running before the run", pids)
-	}
-	args := fmt.Sprintf(`{"item":%q,"quantity":%d,"buyer":%q}`,
+// begin draws a run: the order's arguments, a fault (by weight), now and
+// then a caller's --key. Where an unknown call, or one that settled late,
+// holds those arguments, the run is mostly that (heldRun, lateHeldRun) and
+// ok is false; now and then it is made with --new past the hold.
+func (fw *faultWorker) begin(i int, faults map[string]int) (args, fault string, extra []string, ok bool) {
+	args = fmt.Sprintf(`{"item":%q,"quantity":%d,"buyer":%q}`,
 		fw.oneOf("widget", "gadget", "gizmo"), 1+fw.rng.IntN(3), fw.oneOf("alice", "bob", "carol"))
-	fault := fw.pick(map[string]int{"ok": 10, "lost": 25, "slow": 15, "fail": 15, "crash": 15, "kill_client": 20,
-		"late": 15, "unusable": 15, "twice": 10})
-	var extra []string
+	fault = fw.pick(faults)
 	if fw.rng.IntN(5) == 0 {
 		extra = append(extra, "--key", fmt.Sprintf("fault-%d-w%d-run%d", fw.seed, fw.k, i))
 	}
@@ -336,7 +362,7 @@ func (fw *faultWorker) run(i int) {
 			fw.stats.add("new_past_hold")
 		} else {
 			fw.heldRun(i, args, extra, holder)
-			return
+			return "", "", nil, false
 		}
 	} else if lh := fw.lateHolder(args); lh != nil {
 		if fw.rng.IntN(4) == 0 {
@@ -344,13 +370,28 @@ func (fw *faultWorker) run(i int) {
 			fw.stats.add("late_hold.new_past_it")
 		} else {
 			fw.lateHeldRun(i, args, extra, lh)
-			return
+			return "", "", nil, false
 		}
 	}
 	fw.stats.add("runs")
 	fw.stats.add("fault." + fault)
 	fw.what = fault
+	return args, fault, extra, true
+}
 
+// run is one fault run and the operator's decisions after it.
+func (fw *faultWorker) run(i int) {
+	t, w := fw.t, fw.w
+	// Every command reaps its server before it exits; a server left over
+	// from the previous run would be a leak (kill -9 runs wait for theirs).
+	if pids := demoPIDs(t, w.demoDB); len(pids) > 0 {
+		fw.fail(i, "demo server(s) %v still running before the run", pids)
+	}
+	args, fault, extra, ok := fw.begin(i, map[string]int{"ok": 10, "lost": 25, "slow": 15, "fail": 15, "crash": 15,
+		"kill_client": 20, "late": 15, "unusable": 15, "twice": 10})
+	if !ok {
+		return
+	}
 	before := w.sent("create_order")
 	var c *fcall
 	var printed callOut
@@ -435,17 +476,7 @@ func (fw *faultWorker) run(i int) {
 		}
 	}
 	c = &fcall{id: printed.ID, key: printed.Key, args: args, fault: fault, flags: flags, late: late}
-	if prev, ok := fw.calls[c.id]; ok {
-		fw.fail(i, "call id %d reused (was %+v)", c.id, prev)
-	}
-	fw.calls[c.id] = c
-	got := fw.check(i, c)
-	if len(got.Attempts) != 1 {
-		fw.fail(i, "a new call has %d attempts", len(got.Attempts))
-	}
-	if after := w.sent("create_order"); after[c.key] != 1 {
-		fw.fail(i, "call %d: key sent %d times, want once", c.id, after[c.key])
-	}
+	got := fw.made(i, c, 1)
 	switch {
 	case early:
 	case fault == "late":
@@ -455,6 +486,31 @@ func (fw *faultWorker) run(i int) {
 	case fault == "twice":
 		fw.checkTwice(i, c, got, printed)
 	}
+	fw.afterFault(i, c, got, extra)
+}
+
+// made adds call c, just made under a fault, to the model, and checks it:
+// attempts attempts (1, or 2 where a refused one was sent once more), each
+// of which went out once.
+func (fw *faultWorker) made(i int, c *fcall, attempts int) jCall {
+	if prev, ok := fw.calls[c.id]; ok {
+		fw.fail(i, "call id %d reused (was %+v)", c.id, prev)
+	}
+	fw.calls[c.id] = c
+	got := fw.check(i, c)
+	if len(got.Attempts) != attempts {
+		fw.fail(i, "a new call has %d attempts, want %d", len(got.Attempts), attempts)
+	}
+	if n := fw.tr.sent("create_order")[c.key]; n != attempts {
+		fw.fail(i, "call %d: key sent %d times, want %d", c.id, n, attempts)
+	}
+	return got
+}
+
+// afterFault is what follows a fault run's call c (got, as just read):
+// the user's resend of an unknown one, the identical calls a late settle
+// answers, and the operator's decisions on an unknown or failed one.
+func (fw *faultWorker) afterFault(i int, c *fcall, got jCall, extra []string) {
 	fw.stats.add("after_fault." + c.state)
 	if c.state == "unknown" && fw.rng.IntN(3) == 0 {
 		// The user presses "retry" in their own tool: the same order, the
@@ -469,7 +525,7 @@ func (fw *faultWorker) run(i int) {
 			// The first call's --key is taken; a new one names a new call.
 			again = []string{"--key", fmt.Sprintf("fault-%d-w%d-run%d-again", fw.seed, fw.k, i)}
 		}
-		fw.identical(i, args, again)
+		fw.identical(i, c.args, again)
 		if fw.rng.IntN(2) == 0 {
 			fw.ackThenIdentical(i, c, again)
 		}
@@ -477,7 +533,7 @@ func (fw *faultWorker) run(i int) {
 	if c.state == "unknown" || c.state == "failed" {
 		fw.operate(i, c, got)
 	}
-	if d := duplicateKeys(t, fw.db); len(d) > 0 {
+	if d := duplicateKeys(fw.t, fw.db); len(d) > 0 {
 		fw.fail(i, "duplicate orders: %v", d)
 	}
 }
@@ -564,6 +620,14 @@ func (fw *faultWorker) interrupted(i int, fault, args string, extra []string, be
 		}
 		return out, flags
 	}
+	fw.kill9(i, bg)
+	waitNoDemo(t, w.demoDB, 10*time.Second)
+	return fw.recovered(i, key), flags
+}
+
+// kill9 kills the client of a call in the background with SIGKILL and
+// waits for it to die of it.
+func (fw *faultWorker) kill9(i int, bg *bgCall) {
 	if err := bg.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		fw.fail(i, "kill -9 the client: %v", err)
 	}
@@ -572,19 +636,22 @@ func (fw *faultWorker) interrupted(i int, fault, args string, extra []string, be
 	if ws, ok := bg.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		fw.fail(i, "the client should have died of SIGKILL: %v", bg.cmd.ProcessState)
 	}
-	waitNoDemo(t, w.demoDB, 10*time.Second)
-	// The next command (list) recovers the dead client's call.
-	for _, c := range w.list() {
+}
+
+// recovered is the call with key after its client's kill -9: the next
+// command (list) recovers it as unknown, on its one attempt.
+func (fw *faultWorker) recovered(i int, key string) callOut {
+	for _, c := range fw.w.list() {
 		if c.Key != key {
 			continue
 		}
 		if c.State != "unknown" || c.Reason != "recovered after unclean shutdown" || c.AttemptCount != 1 {
 			fw.fail(i, "after kill -9: want unknown, recovered after unclean shutdown, 1 attempt; got %+v", c)
 		}
-		return callOut{ID: c.ID, State: c.State, Reason: c.Reason, Key: c.Key}, flags
+		return callOut{ID: c.ID, State: c.State, Reason: c.Reason, Key: c.Key}
 	}
 	fw.fail(i, "no journal call for key %s after kill -9", key)
-	return callOut{}, nil
+	return callOut{}
 }
 
 // heldRun: the same arguments as an unknown call, without --new: refused
@@ -595,20 +662,21 @@ func (fw *faultWorker) heldRun(i int, args string, extra []string, holder int64)
 	fw.stats.add("runs")
 	fw.stats.add("fault.held")
 	fw.what = "held"
-	calls, sent := len(fw.calls), w.sentTotal("create_order")
+	calls, sent := len(fw.calls), fw.sentTotal("create_order")
 	spelled := args
 	if fw.rng.IntN(2) == 0 {
 		spelled = fw.respell(args)
 		fw.stats.add("respelled.held_run")
 	}
-	r := w.call(spelled, extra, "--hang-after-commit", "1")
+	lossy, _, _ := fw.tr.lossy()
+	r := fw.callOn(spelled, extra, lossy...)
 	if r.code != exitHeld || !strings.Contains(r.stderr, strconv.FormatInt(holder, 10)) {
 		fw.fail(i, "identical (%s) to unknown call %d: want exit 4 naming it, got %s", spelled, holder, r)
 	}
 	if n := len(w.list()); n != calls {
 		fw.fail(i, "a held call added a journal row (%d → %d)", calls, n)
 	}
-	if n := w.sentTotal("create_order"); n != sent {
+	if n := fw.sentTotal("create_order"); n != sent {
 		fw.fail(i, "a held call was sent (%d → %d create_order requests)", sent, n)
 	}
 	h := fw.calls[holder]
@@ -638,7 +706,7 @@ func (fw *faultWorker) operate(i int, c *fcall, before jCall) {
 	if fw.rng.IntN(2) == 0 {
 		fw.stats.add("server.query_own")
 	} else {
-		query = append(append(query, "--any-server"), w.server()...)
+		query = append(append(query, "--any-server"), fw.tr.server()...)
 		fw.stats.add("server.query_any")
 	}
 	r := w.run(query...)
@@ -685,9 +753,10 @@ func (fw *faultWorker) operate(i int, c *fcall, before jCall) {
 		if fw.rng.IntN(4) == 0 {
 			fw.refusedElsewhere(i, c, "retry")
 		}
-		// The call's own server only where a resend there means something:
-		// not behind a 30s --delay.
-		own := fw.ownRetryMeaningful(c, committed) && fw.rng.IntN(2) == 0
+		// The call's own server only where a resend there means something
+		// (faultTransport.ownRetry).
+		meaningful, _ := fw.tr.ownRetry(c.flags, committed)
+		own := meaningful && fw.rng.IntN(2) == 0
 		got = fw.retry(i, c, before, committed, own)
 		wantActions = append(wantActions, "retry")
 	}
@@ -723,6 +792,8 @@ func (fw *faultWorker) retry(i int, c *fcall, before jCall, committed int, own b
 	id := strconv.FormatInt(c.id, 10)
 	var flags, extra []string
 	var r cliResult
+	var lostReason string
+	_, unknownAgain := fw.tr.ownRetry(c.flags, committed)
 	unusableBefore := fw.events(c.id, "unusable_answer")
 	began := time.Now()
 	if own {
@@ -731,16 +802,23 @@ func (fw *faultWorker) retry(i int, c *fcall, before jCall, committed int, own b
 	} else {
 		fw.stats.add("server.retry_any")
 		if fw.rng.IntN(4) == 0 {
-			flags, extra = []string{"--hang-after-commit", "1"}, []string{"--timeout", "500ms"}
+			flags, extra, lostReason = fw.tr.lossy()
 			fw.stats.add("retry_into_lost")
 		}
-		r = w.run(append(append([]string{"retry", id, "--any-server"}, extra...), w.server(flags...)...)...)
+		r = w.run(append(append([]string{"retry", id, "--any-server"}, extra...), fw.tr.server(flags...)...)...)
 	}
 	out := parseCallOut(t, r)
 	if exitOfState(out.State) != r.code || out.Key != c.key {
 		fw.fail(i, "retry %s: output %+v does not match exit %d or key %s", id, out, r.code, c.key)
 	}
 	switch {
+	case own && unknownAgain != "":
+		// Its own server loses every answer of this kind: unknown again,
+		// for the same reason.
+		if r.code != exitUnknown || out.Reason != unknownAgain {
+			fw.fail(i, "retry %s on its own server (%v, %d orders): want unknown again (%s), got %s", id, c.flags, committed, unknownAgain, r)
+		}
+		fw.stats.add("retry.own_unknown_again")
 	case own && faultFlag(c.flags, "--fail-rate") && committed == 0:
 		// Its own server fails every write it executes: a definite failure
 		// again. (A key committed meanwhile, by a retry elsewhere, is
@@ -774,7 +852,7 @@ func (fw *faultWorker) retry(i int, c *fcall, before jCall, committed int, own b
 		}
 		fw.stats.add("retry.executed")
 	case r.code == exitUnknown:
-		if out.Reason != "server reports in progress" && !(len(flags) > 0 && out.Reason == "idle timeout") {
+		if out.Reason != "server reports in progress" && !(len(flags) > 0 && out.Reason == lostReason) {
 			fw.fail(i, "retry %s: unknown for an unexpected reason: %s", id, r)
 		}
 		fw.stats.add("retry.unknown." + strings.ReplaceAll(out.Reason, " ", "_"))
@@ -869,7 +947,7 @@ func (fw *faultWorker) checkCall(i int, c *fcall, got jCall) jCall {
 	default:
 		fw.fail(i, "call %d in state %q", c.id, got.State)
 	}
-	if sent := fw.w.sent("create_order")[c.key]; sent != len(got.Attempts)-notSent {
+	if sent := fw.tr.sent("create_order")[c.key]; sent != len(got.Attempts)-notSent {
 		fw.fail(i, "call %d: %d attempts (%d not sent), but its key went out %d times", c.id, len(got.Attempts), notSent, sent)
 	}
 	return got
@@ -939,7 +1017,7 @@ func (fw *faultWorker) finalCheck() {
 		}
 	}
 	// Every request on the wire and every order belongs to a journal call.
-	for k := range w.sent("create_order") {
+	for k := range fw.tr.sent("create_order") {
 		if byKey[k] == nil {
 			t.Errorf("key %q went out on the wire but is no journal call's", k)
 		}
@@ -1194,15 +1272,16 @@ func (fw *faultWorker) respelledResend(i int, c *fcall) {
 	w := fw.w
 	holder := fw.held(c.args)
 	spelled := fw.respell(c.args)
-	calls, sent := len(fw.calls), w.sentTotal("create_order")
-	r := w.call(spelled, nil, "--hang-after-commit", "1")
+	calls, sent := len(fw.calls), fw.sentTotal("create_order")
+	lossy, _, _ := fw.tr.lossy()
+	r := fw.callOn(spelled, nil, lossy...)
 	if r.code != exitHeld || !strings.Contains(r.stderr, strconv.FormatInt(holder, 10)) {
 		fw.fail(i, "%s, identical to unknown call %d (%s): want exit 4 naming it, got %s", spelled, holder, c.args, r)
 	}
 	if n := len(w.list()); n != calls {
 		fw.fail(i, "a held resend (%s) added a journal row (%d → %d)", spelled, calls, n)
 	}
-	if n := w.sentTotal("create_order"); n != sent {
+	if n := fw.sentTotal("create_order"); n != sent {
 		fw.fail(i, "a held resend (%s) was sent (%d → %d create_order requests)", spelled, sent, n)
 	}
 	fw.stats.add("respelled.held_after_unknown")
@@ -1221,17 +1300,17 @@ func (fw *faultWorker) identical(i int, args string, extra []string) {
 		spelled = fw.respell(args)
 		fw.stats.add("respelled.identical")
 	}
-	calls, sent := len(fw.calls), w.sentTotal("create_order")
+	calls, sent := len(fw.calls), fw.sentTotal("create_order")
 	noTrace := func(what string) {
 		if n := len(w.list()); n != calls {
 			fw.fail(i, "%s (%s) added a journal row (%d → %d)", what, spelled, calls, n)
 		}
-		if n := w.sentTotal("create_order"); n != sent {
+		if n := fw.sentTotal("create_order"); n != sent {
 			fw.fail(i, "%s (%s) was sent (%d → %d create_order requests)", what, spelled, sent, n)
 		}
 	}
 	if h := fw.held(args); h != 0 {
-		r := w.call(spelled, extra)
+		r := fw.callOn(spelled, extra)
 		if r.code != exitHeld || !strings.Contains(r.stderr, strconv.FormatInt(h, 10)) {
 			fw.fail(i, "identical (%s) to unknown call %d: want exit 4 naming it, got %s", spelled, h, r)
 		}
@@ -1240,7 +1319,7 @@ func (fw *faultWorker) identical(i int, args string, extra []string) {
 		return
 	}
 	if lh := fw.lateHolder(args); lh != nil {
-		r := w.call(spelled, extra)
+		r := fw.callOn(spelled, extra)
 		if r.code != exitOK {
 			fw.fail(i, "identical (%s) to call %d, which settled late: want exit 0 with its stored outcome, got %s", spelled, lh.id, r)
 		}
@@ -1261,7 +1340,7 @@ func (fw *faultWorker) identical(i int, args string, extra []string) {
 		fw.stats.add("late_hold.replayed")
 		return
 	}
-	r := w.call(spelled, extra)
+	r := fw.callOn(spelled, extra)
 	out := fw.expectCall(i, r, exitOK)
 	if prev, ok := fw.calls[out.ID]; ok {
 		fw.fail(i, "identical call after ack: call id %d reused (was %+v)", out.ID, prev)
@@ -1277,7 +1356,7 @@ func (fw *faultWorker) identical(i int, args string, extra []string) {
 	if len(got.Attempts) != 1 || got.State != "succeeded" {
 		fw.fail(i, "identical call after ack: %s with %d attempts", got.State, len(got.Attempts))
 	}
-	if n := w.sent("create_order")[nc.key]; n != 1 {
+	if n := fw.tr.sent("create_order")[nc.key]; n != 1 {
 		fw.fail(i, "identical call after ack: key sent %d times", n)
 	}
 	if n := ordersFor(fw.t, fw.db, nc.key); n != 1 {
@@ -1320,16 +1399,6 @@ func (fw *faultWorker) lateHeldRun(i int, args string, extra []string, lh *fcall
 	}
 }
 
-// otherServer is a server command line other than call c's own: the demo
-// server on the same orders, without c's fault flags (or with a flag c's
-// has not). Its name is the same; its identity is not.
-func (fw *faultWorker) otherServer(c *fcall) []string {
-	if len(c.flags) > 0 {
-		return fw.w.server()
-	}
-	return fw.w.server("--seed", "7")
-}
-
 // refusedElsewhere: query or retry of call c, naming another server than
 // the call's own without --any-server: refused (exit 2), nothing sent, the
 // call unchanged.
@@ -1337,12 +1406,12 @@ func (fw *faultWorker) refusedElsewhere(i int, c *fcall, cmd string) {
 	w := fw.w
 	id := strconv.FormatInt(c.id, 10)
 	before := fw.check(i, c)
-	sentW, sentQ := w.sent("create_order")[c.key], w.sentTotal("find_orders")
+	sentW, sentQ := fw.tr.sent("create_order")[c.key], fw.sentTotal("find_orders")
 	a := []string{"retry", id}
 	if cmd == "query" {
 		a = []string{"query", id, "--tool", "find_orders", "--args", `{"idempotency_key":"{key}"}`}
 	}
-	r := w.run(append(a, fw.otherServer(c)...)...)
+	r := w.run(append(a, fw.tr.other(c.flags)...)...)
 	if r.code != exitBadInput || !strings.Contains(r.stderr, "was made on") || !strings.Contains(r.stderr, "nothing was sent") {
 		fw.fail(i, "%s %s on another server than the call's, without --any-server: want exit 2 naming the call's server, got %s", cmd, id, r)
 	}
@@ -1351,30 +1420,92 @@ func (fw *faultWorker) refusedElsewhere(i int, c *fcall, cmd string) {
 		fw.fail(i, "a refused %s changed call %s: %s → %s, %d → %d attempts, %d → %d decisions", cmd, id,
 			before.State, after.State, len(before.Attempts), len(after.Attempts), len(before.Decisions), len(after.Decisions))
 	}
-	if n := w.sent("create_order")[c.key]; n != sentW {
+	if n := fw.tr.sent("create_order")[c.key]; n != sentW {
 		fw.fail(i, "a refused %s sent the write (%d → %d)", cmd, sentW, n)
 	}
-	if n := w.sentTotal("find_orders"); n != sentQ {
+	if n := fw.sentTotal("find_orders"); n != sentQ {
 		fw.fail(i, "a refused %s sent a query (%d → %d find_orders)", cmd, sentQ, n)
 	}
 	fw.stats.add("server.refused_" + cmd)
 }
 
-// ownRetryMeaningful: a retry on call c's own server (its fault flags
-// again) ends in something the test can state: a replay of the committed
-// order (--hang-after-commit, with or without --answer-after), a failure
-// again (--fail-rate 1), unknown again (--unusable-answer), or a slow
-// success (--delay under a second, with the retry's own 30s clock). Not
-// behind --delay 30s, which would just wait, nor --hang-after-commit when
-// nothing was committed (the retry would commit and hang for 30s).
-func (fw *faultWorker) ownRetryMeaningful(c *fcall, committed int) bool {
-	if faultFlag(c.flags, "--hang-after-commit") && committed == 0 {
-		return false
+// faultTransport is how a fault soak reaches its demo servers and sees
+// what went out to them: over stdio, a server command line per set of
+// fault flags, its stdin logged (stdioFaults); over HTTP, a URL per fault,
+// behind a relay that counts the requests (httpFaults).
+type faultTransport interface {
+	// server is the words naming the demo server with faults, as a command
+	// line gives them after the command's own flags.
+	server(faults ...string) []string
+	// other names a server other than the one with faults: the same orders
+	// under another identity.
+	other(faults []string) []string
+	// sent counts the tools/call requests for tool that went out, by key.
+	sent(tool string) map[string]int
+	// lossy is a server that loses a write's answer once it is sent, the
+	// flags a call on it is given, and the reason it is then unknown: where
+	// calls that must not be sent are made, and retries go to be lost.
+	lossy() (faults, clock []string, reason string)
+	// ownRetry: whether a retry on the server with faults ends in
+	// something the test can state, given the orders the call's key has;
+	// and the reason it is unknown again, where that server's fault loses
+	// its answer again ("" where the shared checks of retry state it).
+	ownRetry(faults []string, committed int) (meaningful bool, unknownAgain string)
+}
+
+// callOn is one `call create_order` on the demo server with faults.
+func (fw *faultWorker) callOn(args string, extra []string, faults ...string) cliResult {
+	fw.t.Helper()
+	a := append([]string{"call", "create_order", "--args", args}, extra...)
+	return fw.w.run(append(a, fw.tr.server(faults...)...)...)
+}
+
+// sentTotal is the number of tools/call requests for tool that went out.
+func (fw *faultWorker) sentTotal(tool string) int {
+	total := 0
+	for _, n := range fw.tr.sent(tool) {
+		total += n
 	}
-	for n, f := range c.flags {
-		if f == "--delay" && n+1 < len(c.flags) && c.flags[n+1] == "30s" {
-			return false
+	return total
+}
+
+// stdioFaults: a demo server command line per set of fault flags, its
+// stdin logged through tee (world.server, world.sent).
+type stdioFaults struct{ w *world }
+
+func (s stdioFaults) server(flags ...string) []string { return s.w.server(flags...) }
+
+func (s stdioFaults) sent(tool string) map[string]int { return s.w.sent(tool) }
+
+// other: the demo server on the same orders without the fault flags (or
+// with a flag they have not). Its name is the same; its identity is not.
+func (s stdioFaults) other(flags []string) []string {
+	if len(flags) > 0 {
+		return s.w.server()
+	}
+	return s.w.server("--seed", "7")
+}
+
+func (s stdioFaults) lossy() (faults, clock []string, reason string) {
+	return []string{"--hang-after-commit", "1"}, []string{"--timeout", "500ms"}, "idle timeout"
+}
+
+// ownRetry: a retry on the call's own server (its fault flags again) ends
+// in something the test can state: a replay of the committed order
+// (--hang-after-commit, with or without --answer-after), a failure again
+// (--fail-rate 1), unknown again (--unusable-answer), or a slow success
+// (--delay under a second, with the retry's own 30s clock). Not behind
+// --delay 30s, which would just wait, nor --hang-after-commit when nothing
+// was committed (the retry would commit and hang for 30s). The failures and
+// unreadable answers again are checked by retry itself.
+func (s stdioFaults) ownRetry(flags []string, committed int) (meaningful bool, unknownAgain string) {
+	if faultFlag(flags, "--hang-after-commit") && committed == 0 {
+		return false, ""
+	}
+	for n, f := range flags {
+		if f == "--delay" && n+1 < len(flags) && flags[n+1] == "30s" {
+			return false, ""
 		}
 	}
-	return true
+	return true, ""
 }

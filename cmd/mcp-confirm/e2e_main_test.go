@@ -329,19 +329,11 @@ func (w *world) sent(tool string) map[string]int {
 		w.wireSent = map[string]map[string]int{}
 	}
 	for _, line := range bytes.Split(b[:end], []byte("\n")) {
-		var msg struct {
-			Method string `json:"method"`
-			Params struct {
-				Name string         `json:"name"`
-				Meta map[string]any `json:"_meta"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(line, &msg) == nil && msg.Method == "tools/call" {
-			k, _ := msg.Params.Meta["io.github.mcp-confirm/idempotency-key"].(string)
-			if w.wireSent[msg.Params.Name] == nil {
-				w.wireSent[msg.Params.Name] = map[string]int{}
+		if tool, k, ok := toolsCallOf(line); ok {
+			if w.wireSent[tool] == nil {
+				w.wireSent[tool] = map[string]int{}
 			}
-			w.wireSent[msg.Params.Name][k]++
+			w.wireSent[tool][k]++
 		}
 	}
 	out := map[string]int{}
@@ -349,6 +341,24 @@ func (w *world) sent(tool string) map[string]int {
 		out[k] = n
 	}
 	return out
+}
+
+// toolsCallOf reads one JSON-RPC message as a client sent it: if it is a
+// tools/call request, the tool and the idempotency key in its _meta ("" for
+// none).
+func toolsCallOf(msg []byte) (tool, key string, ok bool) {
+	var m struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string         `json:"name"`
+			Meta map[string]any `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(msg, &m) != nil || m.Method != "tools/call" {
+		return "", "", false
+	}
+	key, _ = m.Params.Meta["io.github.mcp-confirm/idempotency-key"].(string)
+	return m.Params.Name, key, true
 }
 
 // sentTotal is the number of tools/call requests for tool in the wire log.
