@@ -1062,7 +1062,8 @@ func (fw *faultWorker) finalCheck() {
 }
 
 // checkStats holds `stats --json` to what export says: calls by state,
-// attempts, retries, and one recovery per kill -9.
+// attempts, retries, answers recovered by resuming a stream (over HTTP),
+// and one recovery per kill -9.
 func (fw *faultWorker) checkStats(exported []jCall) {
 	t := fw.t
 	r := fw.w.run("stats", "--json")
@@ -1073,14 +1074,20 @@ func (fw *faultWorker) checkStats(exported []jCall) {
 		Attempts   int            `json:"attempts"`
 		Retries    int            `json:"retries"`
 		Recoveries int            `json:"recoveries"`
+		Resumed    int            `json:"resumed"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
 		t.Fatalf("stats --json: %v\n%s", err, r)
 	}
-	byState, attempts, retries := map[string]int{}, 0, 0
+	byState, attempts, retries, resumed := map[string]int{}, 0, 0, 0
 	for _, c := range exported {
 		byState[c.State]++
 		attempts += len(c.Attempts)
+		for _, a := range c.Attempts {
+			if strings.Contains(a.Reason, "recovered by resuming the stream") {
+				resumed++
+			}
+		}
 		for _, d := range c.Decisions {
 			if d.Action == "retry" {
 				retries++
@@ -1090,6 +1097,9 @@ func (fw *faultWorker) checkStats(exported []jCall) {
 	if st.Calls != len(exported) || st.Attempts != attempts || st.Retries != retries || st.Recoveries != fw.kills {
 		t.Errorf("stats: calls %d attempts %d retries %d recoveries %d; export: %d, %d, %d, and %d kill -9 runs",
 			st.Calls, st.Attempts, st.Retries, st.Recoveries, len(exported), attempts, retries, fw.kills)
+	}
+	if st.Resumed != resumed {
+		t.Errorf("stats: %d answers recovered by resuming a stream; export has %d attempts that say so", st.Resumed, resumed)
 	}
 	for s, n := range byState {
 		if st.ByState[s] != n {
