@@ -21,7 +21,7 @@ import (
 // startHTTPDemo runs the demo server over Streamable HTTP on a loopback
 // port of its own choosing, as a real process, and returns its URL. The
 // server is stopped at the end of the test.
-func startHTTPDemo(t *testing.T, w *world, flags ...string) string {
+func startHTTPDemo(t testing.TB, w *world, flags ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	args := append([]string{"demo-server", "--http", "127.0.0.1:0", "--db", w.demoDB}, flags...)

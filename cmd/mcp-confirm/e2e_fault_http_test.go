@@ -1,0 +1,576 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestE2ERandomFaultsHTTP is the randomized fault test over Streamable
+// HTTP: at least 200 runs, each a create_order through the binary with
+// --url, on loopback, against demo servers that each worker keeps running
+// (one database per worker), through a relay of the test's that counts
+// every request and makes the faults a network makes. One fault a run: none
+// (on the stateless 2026-07-28 era or a 2025 session); a cut after the
+// commit on a 2025 session whose stream carried event ids (recovered by
+// resuming: one attempt, succeeded, one order); the same with the resume
+// refused, and a cut on the stateless era (unknown, one order); a reset
+// before the server saw the request (unknown, no order); a gateway's 502
+// after the server ran it (unknown, one order); a session the server ended
+// (404: sent once more, on a new session, with the same key, as attempt 2;
+// one order); a server that is down (connection refused: exit 5, nothing
+// journaled, nothing sent); kill -9 of the client while its request or its
+// answer is held (recovered as unknown). Then the operator's decisions, as
+// in the stdio test (query, retry on the call's own URL or with
+// --any-server, mark applied, abandon; a retry while the server is down),
+// and at the end every call is accounted for and no key holds two orders.
+//
+// MCP_CONFIRM_FAULT_SEED replays a seed (printed at the start and on
+// failure); MCP_CONFIRM_FAULT_RUNS raises the run count.
+func TestE2ERandomFaultsHTTP(t *testing.T) {
+	runFaultSoak(t, faultSoak{
+		name:   "HTTP fault test",
+		groups: []string{"fault.", "decision.", "final.", "retry.", "kill_client.", "respelled.", "server."},
+		worker: func(tb testing.TB, dir string, k int, seed uint64, stats *faultStats) *faultWorker {
+			fw := newFaultWorker(tb, dir, k, seed, stats)
+			fw.tr = newHTTPFaults(tb, fw.w)
+			return fw
+		},
+		run: (*faultWorker).runHTTP,
+	})
+}
+
+// The HTTP faults, each a route of the worker's relay (a URL of its own,
+// so a call's stored server names its fault, as a stdio server's command
+// line names its flags). No route: the plain demo server, on whichever era
+// the client picks (2026-07-28).
+const (
+	httpSession       = "http-2025"           // the plain demo, 2025-11-25 only: a session
+	httpResume        = "http-resume"         // 2025 session, --delay 600ms (progress events), every fresh write cut after commit
+	httpResumeRefused = "http-resume-refused" // the same server; the relay refuses the resuming GET (405)
+	httpCut           = "http-cut"            // 2026-07-28 only (no resumption), every fresh write cut after commit
+	httpReset         = "http-reset"          // the relay resets the connection of every create_order, before forwarding it
+	http502           = "http-502"            // the relay forwards every create_order, drops the answer and says 502
+	httpExpire        = "http-expire"         // --expire-sessions; the relay has the session expired before a key's first create_order
+	httpHoldRequest   = "http-hold-request"   // the relay holds a key's first create_order, unforwarded, until its client is gone
+	httpHoldAnswer    = "http-hold-answer"    // the relay forwards a key's first create_order and holds the answer until its client is gone
+	httpOther         = "http-other"          // the plain demo under another URL: another identity
+	httpDown          = "http-down"           // a port where nothing listens: connection refused
+)
+
+// httpFaults is the HTTP transport of the fault test: the relay in front
+// of a worker's demo servers, and a refusing port.
+type httpFaults struct {
+	relay *faultRelay
+	base  string // the relay's URL
+	down  string // a URL on a port that refuses connections
+}
+
+// newHTTPFaults starts a worker's demo servers on its database (plain;
+// 2025 sessions only; expiring sessions; cutting after commit, on a 2025
+// session with events and on the stateless era) and the relay in front of
+// them.
+func newHTTPFaults(t testing.TB, w *world) *httpFaults {
+	const every = "1000000000" // --cut-after-commit: every fresh execution
+	plain := startHTTPDemo(t, w)
+	session := startHTTPDemo(t, w, "--protocols", "2025-11-25")
+	expiring := startHTTPDemo(t, w, "--expire-sessions")
+	cut25 := startHTTPDemo(t, w, "--cut-after-commit", every, "--delay", "600ms", "--protocols", "2025-11-25")
+	cut26 := startHTTPDemo(t, w, "--cut-after-commit", every, "--delay", "300ms", "--protocols", "2026-07-28")
+	rl := newFaultRelay(map[string]relayRoute{
+		"":                {upstream: plain},
+		httpSession:       {upstream: session},
+		httpResume:        {upstream: cut25},
+		httpResumeRefused: {upstream: cut25, fault: httpResumeRefused},
+		httpCut:           {upstream: cut26},
+		httpReset:         {upstream: plain, fault: httpReset},
+		http502:           {upstream: plain, fault: http502},
+		httpExpire:        {upstream: expiring, fault: httpExpire},
+		httpHoldRequest:   {upstream: plain, fault: httpHoldRequest},
+		httpHoldAnswer:    {upstream: plain, fault: httpHoldAnswer},
+		httpOther:         {upstream: plain},
+	})
+	srv := httptest.NewServer(rl)
+	t.Cleanup(srv.Close)
+	return &httpFaults{relay: rl, base: srv.URL, down: "http://" + refusingAddr(t) + "/mcp"}
+}
+
+func (h *httpFaults) server(faults ...string) []string {
+	switch {
+	case len(faults) == 0:
+		return []string{"--url", h.base + "/mcp"}
+	case faults[0] == httpDown:
+		return []string{"--url", h.down}
+	}
+	return []string{"--url", h.base + "/" + faults[0] + "/mcp"}
+}
+
+func (h *httpFaults) other(faults []string) []string {
+	if len(faults) > 0 {
+		return h.server()
+	}
+	return h.server(httpOther)
+}
+
+func (h *httpFaults) sent(tool string) map[string]int { return h.relay.sent(tool) }
+
+func (h *httpFaults) lossy() (faults, clock []string, reason string) {
+	return []string{httpCut}, nil, "connection lost"
+}
+
+// ownRetry: every retry on a call's own URL means something (the holds are
+// for a key's first request only; a cut is at once). The 502 and the reset
+// lose it again, and so does a cut of a fresh execution (nothing committed
+// yet) where no resume recovers it.
+func (h *httpFaults) ownRetry(faults []string, committed int) (meaningful bool, unknownAgain string) {
+	switch {
+	case faultFlag(faults, http502):
+		return true, "http error status"
+	case faultFlag(faults, httpReset):
+		return true, "connection lost"
+	case (faultFlag(faults, httpCut) || faultFlag(faults, httpResumeRefused)) && committed == 0:
+		return true, "connection lost"
+	}
+	return true, ""
+}
+
+// runHTTP is one HTTP fault run and the operator's decisions after it.
+func (fw *faultWorker) runHTTP(i int) {
+	args, fault, extra, ok := fw.begin(i, map[string]int{"ok": 10, "resumed": 15, "resume_refused": 10, "cut": 25,
+		"reset": 15, "gateway_502": 15, "expired": 15, "refused": 10, "kill_client": 20})
+	if !ok {
+		fw.relayProblems(i)
+		return
+	}
+	relay := fw.tr.(*httpFaults).relay
+	refusedGETs := relay.refusedResumes()
+	var flags []string
+	var printed callOut
+	attempts, committed := 1, 1 // what the fault leaves: the call's attempts, its key's orders
+	unknown := func(reason string) {
+		r := fw.callOn(args, extra, flags...)
+		if printed = fw.expectCall(i, r, exitUnknown); printed.Reason != reason {
+			fw.fail(i, "want unknown (%s), got %s", reason, r)
+		}
+	}
+	switch fault {
+	case "ok":
+		if fw.rng.IntN(2) == 0 {
+			flags = []string{httpSession}
+		}
+		printed = fw.expectCall(i, fw.callOn(args, extra, flags...), exitOK)
+	case "resumed":
+		flags = []string{httpResume}
+		printed = fw.expectCall(i, fw.callOn(args, extra, flags...), exitOK)
+	case "resume_refused":
+		flags = []string{httpResumeRefused}
+		unknown("connection lost")
+		if n := relay.refusedResumes() - refusedGETs; n != 1 {
+			fw.fail(i, "%d resuming GETs refused, want 1 (a refusal ends the resume)", n)
+		}
+	case "cut":
+		flags = []string{httpCut}
+		unknown("connection lost")
+	case "reset":
+		flags, committed = []string{httpReset}, 0
+		unknown("connection lost")
+	case "gateway_502":
+		flags = []string{http502}
+		unknown("http error status")
+	case "expired":
+		flags, attempts = []string{httpExpire}, 2
+		printed = fw.expectCall(i, fw.callOn(args, extra, flags...), exitOK)
+	case "refused":
+		fw.refusedRun(i, args, extra)
+		fw.relayProblems(i)
+		return
+	case "kill_client":
+		printed, flags, committed = fw.killHTTP(i, args, extra)
+	}
+	fw.relayProblems(i)
+	c := &fcall{id: printed.ID, key: printed.Key, args: args, fault: fault, flags: flags}
+	got := fw.made(i, c, attempts)
+	if n := ordersFor(fw.t, fw.db, c.key); n != committed {
+		fw.fail(i, "call %d (%s): %d orders for its key, want %d", c.id, got.State, n, committed)
+	}
+	switch fault {
+	case "resumed":
+		if a := got.Attempts[0]; a.Outcome != "succeeded" || !strings.Contains(a.Reason, "recovered by resuming the stream") {
+			fw.fail(i, "call %d: attempt %+v, want succeeded, recovered by resuming the stream", c.id, a)
+		}
+		fw.checkOrderResult(i, c, got.Attempts[0].Result, "the resumed answer")
+	case "expired":
+		a1, a2 := got.Attempts[0], got.Attempts[1]
+		if a1.Outcome != "failed" || !strings.Contains(a1.Reason, "not executed") || !strings.Contains(a1.Reason, "404") {
+			fw.fail(i, "call %d: attempt 1 %s %q, want failed, not executed (404)", c.id, a1.Outcome, a1.Reason)
+		}
+		if a2.Outcome != "succeeded" || a2.Session <= a1.Session {
+			fw.fail(i, "call %d: attempt 2 %s on session %d (attempt 1 on %d), want succeeded on a newer session", c.id, a2.Outcome, a2.Session, a1.Session)
+		}
+		fw.checkOrderResult(i, c, a2.Result, "attempt 2's answer")
+	}
+	if c.state == "unknown" && fw.rng.IntN(4) == 0 {
+		fw.retryDown(i, c)
+	}
+	fw.afterFault(i, c, fw.check(i, c), extra)
+	fw.relayProblems(i)
+}
+
+// relayProblems fails the run if the relay could not make a fault.
+func (fw *faultWorker) relayProblems(i int) {
+	if p := fw.tr.(*httpFaults).relay.problems(); len(p) > 0 {
+		fw.fail(i, "the relay: %s", strings.Join(p, "; "))
+	}
+}
+
+// refusedRun: a create_order to a server that is down (connection
+// refused): exit 5, nothing journaled, nothing sent.
+func (fw *faultWorker) refusedRun(i int, args string, extra []string) {
+	calls, sent := len(fw.calls), fw.sentTotal("create_order")
+	r := fw.callOn(args, extra, httpDown)
+	if r.code != exitUnavailable || !strings.Contains(r.stderr, "nothing was sent") {
+		fw.fail(i, "a create_order to a port that refuses connections: want exit 5, nothing was sent; got %s", r)
+	}
+	if n := len(fw.w.list()); n != calls {
+		fw.fail(i, "a call that could not connect added a journal row (%d → %d)", calls, n)
+	}
+	if n := fw.sentTotal("create_order"); n != sent {
+		fw.fail(i, "a call that could not connect was sent (%d → %d)", sent, n)
+	}
+}
+
+// retryDown: the operator retries unknown call c on a server that is down
+// (--any-server, a port that refuses connections): exit 5, nothing sent,
+// the call unchanged (still unknown: nothing was learnt).
+func (fw *faultWorker) retryDown(i int, c *fcall) {
+	id := strconv.FormatInt(c.id, 10)
+	before, sent := fw.check(i, c), fw.tr.sent("create_order")[c.key]
+	r := fw.w.run(append([]string{"retry", id, "--any-server"}, fw.tr.server(httpDown)...)...)
+	if r.code != exitUnavailable || !strings.Contains(r.stderr, "nothing was sent") {
+		fw.fail(i, "retry %s on a port that refuses connections: want exit 5, nothing was sent; got %s", id, r)
+	}
+	after := fw.check(i, c)
+	if after.State != "unknown" || len(after.Attempts) != len(before.Attempts) || len(after.Decisions) != len(before.Decisions) {
+		fw.fail(i, "a retry that could not connect changed call %s: %s → %s, %d → %d attempts, %d → %d decisions", id,
+			before.State, after.State, len(before.Attempts), len(after.Attempts), len(before.Decisions), len(after.Decisions))
+	}
+	if n := fw.tr.sent("create_order")[c.key]; n != sent {
+		fw.fail(i, "a retry that could not connect was sent (%d → %d)", sent, n)
+	}
+	fw.stats.add("server.retry_down")
+}
+
+// killHTTP: kill -9 of the client while the relay holds its create_order,
+// unforwarded (nothing ordered), or its answer (the order committed). The
+// next command (list) recovers the call as unknown. It returns the call,
+// its route, and the orders its key has.
+func (fw *faultWorker) killHTTP(i int, args string, extra []string) (callOut, []string, int) {
+	t, w := fw.t, fw.w
+	flags, committed := []string{httpHoldRequest}, 0
+	if fw.rng.IntN(2) == 0 {
+		flags, committed = []string{httpHoldAnswer}, 1
+		fw.stats.add("kill_client.answer_held")
+	} else {
+		fw.stats.add("kill_client.request_held")
+	}
+	a := append(append([]string{"call", "create_order", "--args", args}, extra...), "--timeout", "60s")
+	bg := w.start(t, w.withDB(append(a, fw.tr.server(flags...)...)))
+	var key string
+	select {
+	case key = <-fw.tr.(*httpFaults).relay.holding:
+	case <-bg.done:
+		fw.fail(i, "the call ended before the relay held it: %s", bg.result())
+	case <-time.After(time.Minute):
+		fw.fail(i, "the relay held no create_order within a minute")
+	}
+	fw.kill9(i, bg)
+	return fw.recovered(i, key), flags, committed
+}
+
+// refusingAddr is a loopback address whose port is bound but not
+// listening: a connection to it is refused, and no other program can take
+// the port while the test holds it (as a port closed a moment ago could
+// be).
+func refusingAddr(t testing.TB) string {
+	syscall.ForkLock.RLock()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err == nil {
+		syscall.CloseOnExec(fd)
+	}
+	syscall.ForkLock.RUnlock()
+	if err != nil {
+		t.Fatalf("socket: %v", err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatalf("bind: %v", err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatalf("getsockname: %v", err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
+}
+
+// relayRoute is one route of a faultRelay: the demo server behind it and
+// the fault the relay makes there ("": none).
+type relayRoute struct {
+	upstream string
+	fault    string
+}
+
+// faultRelay is a reverse proxy in front of demo servers, one route (URL
+// path /ROUTE/mcp) per fault. It counts every tools/call it is sent, by
+// tool and idempotency key: the wire, as the stdio test's tee is. Anything
+// else it passes on as it comes (SSE streams flushed event by event); a cut
+// upstream is a cut to the client, never an answer of its own.
+type faultRelay struct {
+	routes  map[string]relayRoute
+	proxy   *httputil.ReverseProxy
+	client  *http.Client
+	holding chan string // the key of a create_order held (httpHoldRequest, httpHoldAnswer)
+
+	mu       sync.Mutex
+	calls    map[string]map[string]int // tool → key → tools/call requests
+	seen     map[string]bool           // route and key of a create_order already sent there
+	refused  int                       // resuming GETs refused
+	troubles []string                  // faults the relay could not make
+}
+
+// relayUpstream is the context key of the URL a request is passed on to.
+type relayUpstream struct{}
+
+func newFaultRelay(routes map[string]relayRoute) *faultRelay {
+	tr := &http.Transport{MaxIdleConnsPerHost: 16}
+	rl := &faultRelay{routes: routes, client: &http.Client{Transport: tr}, holding: make(chan string, 4),
+		calls: map[string]map[string]int{}, seen: map[string]bool{}}
+	rl.proxy = &httputil.ReverseProxy{
+		Transport: tr,
+		Rewrite: func(r *httputil.ProxyRequest) {
+			u := r.In.Context().Value(relayUpstream{}).(*url.URL)
+			r.Out.URL.Scheme, r.Out.URL.Host, r.Out.URL.Path, r.Out.URL.RawPath = u.Scheme, u.Host, u.Path, ""
+			r.Out.Host = ""
+		},
+		FlushInterval: -1,
+		ErrorLog:      log.New(io.Discard, "", 0),
+		// The upstream cut the connection (or the client went away): cut
+		// the client's too, as a cut network path does, not a 502.
+		ErrorHandler: func(http.ResponseWriter, *http.Request, error) { panic(http.ErrAbortHandler) },
+	}
+	return rl
+}
+
+func (rl *faultRelay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	name := strings.Trim(strings.TrimSuffix(r.URL.Path, "/mcp"), "/")
+	route, ok := rl.routes[name]
+	if !ok || !strings.HasSuffix(r.URL.Path, "/mcp") {
+		http.NotFound(w, r)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return // the client went away
+	}
+	up, err := url.Parse(route.upstream)
+	if err != nil {
+		rl.trouble("route %q: %v", name, err)
+		return
+	}
+	write, first := false, false
+	if tool, key, ok := toolsCallOf(body); ok && r.Method == http.MethodPost {
+		write = tool == "create_order"
+		first = rl.count(name, tool, key, write)
+		if write {
+			switch {
+			case route.fault == httpReset:
+				rl.reset(w)
+				return
+			case route.fault == http502:
+				rl.gateway502(w, r, up, body)
+				return
+			case route.fault == httpExpire && first:
+				rl.expireSession(r, up)
+			case route.fault == httpHoldRequest && first:
+				rl.hold(key)
+				<-r.Context().Done() // until the client is gone; never forwarded
+				return
+			case route.fault == httpHoldAnswer && first:
+				if _, err := rl.forward(r, up, body); err != nil {
+					rl.trouble("%s: forward: %v", name, err)
+				}
+				rl.hold(key)
+				<-r.Context().Done() // the answer dies with the client
+				return
+			}
+		}
+	}
+	if route.fault == httpResumeRefused && r.Method == http.MethodGet && r.Header.Get("Last-Event-ID") != "" {
+		rl.mu.Lock()
+		rl.refused++
+		rl.mu.Unlock()
+		http.Error(w, "no streams to resume here", http.StatusMethodNotAllowed)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	rl.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), relayUpstream{}, up)))
+}
+
+// count records a tools/call of tool with key on route, and reports
+// whether it is the first create_order with that key there.
+func (rl *faultRelay) count(route, tool, key string, write bool) bool {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	if rl.calls[tool] == nil {
+		rl.calls[tool] = map[string]int{}
+	}
+	rl.calls[tool][key]++
+	if !write {
+		return false
+	}
+	k := route + "\x00" + key
+	first := !rl.seen[k]
+	rl.seen[k] = true
+	return first
+}
+
+// sent is what count recorded for tool, by key.
+func (rl *faultRelay) sent(tool string) map[string]int {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	out := map[string]int{}
+	for k, n := range rl.calls[tool] {
+		out[k] = n
+	}
+	return out
+}
+
+// hold tells the test that the relay holds key's create_order.
+func (rl *faultRelay) hold(key string) {
+	select {
+	case rl.holding <- key:
+	default:
+		rl.trouble("held %s, and the test has not taken the last %d held keys", key, cap(rl.holding))
+	}
+}
+
+func (rl *faultRelay) refusedResumes() int {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	return rl.refused
+}
+
+func (rl *faultRelay) trouble(format string, args ...any) {
+	rl.mu.Lock()
+	rl.troubles = append(rl.troubles, fmt.Sprintf(format, args...))
+	rl.mu.Unlock()
+}
+
+// problems returns, and forgets, what the relay could not do.
+func (rl *faultRelay) problems() []string {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	p := rl.troubles
+	rl.troubles = nil
+	return p
+}
+
+// reset closes the client's connection with a TCP reset, after its request
+// was read whole and before any of it went on: the request left, the
+// server never saw it.
+func (rl *faultRelay) reset(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		rl.trouble("reset: hijack: %v", err)
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+// gateway502 forwards the request, waits for the whole answer (the server
+// has then run the call), throws it away and answers 502.
+func (rl *faultRelay) gateway502(w http.ResponseWriter, r *http.Request, up *url.URL, body []byte) {
+	if _, err := rl.forward(r, up, body); err != nil {
+		rl.trouble("502: forward: %v", err)
+	}
+	http.Error(w, "upstream answer lost", http.StatusBadGateway)
+}
+
+// expireSession has the demo (--expire-sessions, which forgets a session
+// after a create_order on it) expire the session the request came on, so
+// that it answers the request 404, unexecuted: the relay sends a
+// create_order of its own on that session, which the demo refuses before
+// running it (no such item; no key, no order), then pings on it until the
+// demo says 404.
+func (rl *faultRelay) expireSession(r *http.Request, up *url.URL) {
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		rl.trouble("expire: the create_order carried no session")
+		return
+	}
+	send := func(body string) (int, error) {
+		req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, up.String(), strings.NewReader(body))
+		if err != nil {
+			return 0, err
+		}
+		for _, h := range []string{"Mcp-Session-Id", "Mcp-Protocol-Version"} {
+			req.Header.Set(h, r.Header.Get(h))
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := rl.client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	if status, err := send(`{"jsonrpc":"2.0","id":"relay-expire","method":"tools/call",` +
+		`"params":{"name":"create_order","arguments":{"item":"no such item","quantity":1,"buyer":"nobody"}}}`); err != nil || status != http.StatusOK {
+		rl.trouble("expire: the create_order that expires session %s: status %d, %v", sid, status, err)
+		return
+	}
+	for n := 0; n < 200; n++ {
+		status, err := send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"relay-ping-%d","method":"ping"}`, n))
+		if err != nil {
+			rl.trouble("expire: ping: %v", err)
+			return
+		}
+		if status == http.StatusNotFound {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	rl.trouble("expire: session %s still answered after 2s", sid)
+}
+
+// forward sends the request on and reads the whole answer.
+func (rl *faultRelay) forward(r *http.Request, up *url.URL, body []byte) ([]byte, error) {
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, up.String(), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header = r.Header.Clone()
+	resp, err := rl.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
+}
