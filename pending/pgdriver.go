@@ -108,16 +108,25 @@ func (c *pgConn) deferExec(query string, args []any) error {
 // into dest when it is sent (an insert's RETURNING): dest holds it once
 // the next statement, or COMMIT, has returned.
 func (c *pgConn) deferQueryRow(query string, args []any, dest []any) error {
-	q := pgQueued{sql: rebind(query), args: make([]any, len(args)), scan: dest}
+	values, err := pgValues(query, args)
+	if err != nil {
+		return err
+	}
+	c.pending = append(c.pending, pgQueued{sql: rebind(query), args: values, scan: dest})
+	return nil
+}
+
+// pgValues are query's arguments as pgx is given them, past database/sql.
+func pgValues(query string, args []any) ([]any, error) {
+	values := make([]any, len(args))
 	for i, a := range args {
 		v, err := pgValue(a)
 		if err != nil {
-			return fmt.Errorf("argument %d of %q: %w", i+1, query, err)
+			return nil, fmt.Errorf("argument %d of %q: %w", i+1, query, err)
 		}
-		q.args[i] = v
+		values[i] = v
 	}
-	c.pending = append(c.pending, q)
-	return nil
+	return values, nil
 }
 
 func pgValue(a any) (any, error) {
@@ -175,13 +184,9 @@ func (c *pgConn) QueryContext(ctx context.Context, query string, args []driver.N
 // its first row into dest (sql.ErrNoRows if it has none: pgx.ErrNoRows
 // is one).
 func (c *pgConn) queryRow(ctx context.Context, query string, args []any, dest []any) error {
-	values := make([]any, len(args))
-	for i, a := range args {
-		v, err := pgValue(a)
-		if err != nil {
-			return fmt.Errorf("argument %d of %q: %w", i+1, query, err)
-		}
-		values[i] = v
+	values, err := pgValues(query, args)
+	if err != nil {
+		return err
 	}
 	return c.pipeline(ctx, query, values, func(br pgx.BatchResults) error {
 		return br.QueryRow().Scan(dest...)

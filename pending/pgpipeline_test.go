@@ -129,13 +129,16 @@ func TestPGStatementAtCommitKeepsItsOrder(t *testing.T) {
 
 // A write that fails before it runs any statement (its BEGIN still
 // waiting on the connection) and one that fails after: neither leaves the
-// connection in a transaction, and nothing of theirs is committed.
+// connection in a transaction, and the connection is kept (pgx would drop
+// one left in a transaction, so an idle connection alone would not show a
+// missing ROLLBACK).
 func TestPGWriteThatFailsLeavesTheConnectionClean(t *testing.T) {
 	postgresTest(t)
 	ctx := context.Background()
 	j := openTest(t, "")
 	oneConnection(j)
 	refused := errors.New("refused by the write")
+	pid := backendPID(t, j)
 	for _, name := range []string{"before any statement", "after a statement"} {
 		err := j.write(ctx, durable, func(ctx context.Context, conn *sql.Conn) error {
 			if name == "after a statement" {
@@ -166,6 +169,9 @@ func TestPGWriteThatFailsLeavesTheConnectionClean(t *testing.T) {
 		conn.Close()
 		if status != 'I' {
 			t.Fatalf("%s: the connection is left in transaction status %q, want idle", name, status)
+		}
+		if after := backendPID(t, j); after != pid {
+			t.Fatalf("%s: the write connection was replaced (server process %d, then %d): it was not rolled back", name, pid, after)
 		}
 	}
 	if _, err := j.RecordIntent(ctx, intent("create_order", `{"n":1}`)); err != nil {
