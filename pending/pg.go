@@ -305,7 +305,7 @@ func (p *pgBackend) tx(ctx context.Context, j *Journal, level durability, fn fun
 		}
 	}()
 	var owner *ownerCheck
-	if level >= durable {
+	if level == durable || level == deciding {
 		owner = p.startOwnerCheck()
 	}
 	if err := runGuarded(ctx, c, fn); err != nil {

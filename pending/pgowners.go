@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/oklog/ulid/v2"
@@ -45,7 +46,17 @@ func pgOwnerKey(owner string) int64 {
 type pgOwnerLock struct {
 	id   string
 	conn *pgx.Conn
+	// heldBy is the server process of the connection that took the lock
+	// last, for a write's own statement to check (pgOwnerHeld) without
+	// the connection.
+	heldBy atomic.Uint32
 }
+
+// pgOwnerHeld is the condition, in SQL, that the owner lock of key (the
+// second argument) is held by the server process (the first): while it is,
+// its owner's in-flight calls cannot be recovered.
+const pgOwnerHeld = `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = ?
+	AND granted AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = ?`
 
 // acquirePGOwner connects (connString, a libpq URL or key/value string)
 // and takes the lock of a fresh owner id on that connection.
@@ -70,6 +81,7 @@ func (o *pgOwnerLock) take(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("owner lock: owner %s is held by another session", o.id)
 	}
+	o.heldBy.Store(o.conn.PgConn().PID())
 	return nil
 }
 
@@ -78,8 +90,7 @@ func (o *pgOwnerLock) take(ctx context.Context) error {
 // A lost connection is ErrOwnerLockLost; the caller sends nothing.
 func (o *pgOwnerLock) ensure(ctx context.Context) error {
 	var held bool
-	err := o.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()
-		AND granted AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = $1)`, pgOwnerKey(o.id)).Scan(&held)
+	err := o.conn.QueryRow(ctx, rebind("SELECT EXISTS ("+pgOwnerHeld+")"), o.conn.PgConn().PID(), pgOwnerKey(o.id)).Scan(&held)
 	switch {
 	case err != nil:
 		return fmt.Errorf("%w: %v", ErrOwnerLockLost, err)

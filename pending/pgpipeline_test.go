@@ -282,12 +282,58 @@ func TestPGGuardedWriteRoundTrips(t *testing.T) {
 		write(100 + n)
 	}
 	got := float64(writes.Load()-before) / runs
-	// intent: BEGIN, its settings, the lock and the key and hold check in
-	// one; the call and its attempt, the notice and COMMIT in one. outcome:
-	// BEGIN, its settings and the attempt's state in one; the updates, the
-	// notice and COMMIT in one.
-	const want = 2 + 2
+	// intent: BEGIN, its settings, the lock, the call and its attempt
+	// (with the key and hold checks and the owner lock's in the insert),
+	// the notice and COMMIT in one (recordIntentAtOnce). outcome: BEGIN,
+	// its settings, the updates, the notice and COMMIT in one.
+	const want = 1 + 1
 	if got != want {
 		t.Fatalf("a guarded write made %.2f round trips, want %d", got, want)
+	}
+}
+
+// The outcome's one-trip statement (recordOutcomeAtOnce) ends only the
+// open attempt of an in-flight call. Each case below breaks one of those
+// conditions by hand, in ways the journal's API never makes; the outcome
+// must then be refused by the two-trip write's state machine, and change
+// nothing.
+func TestPGOutcomeAtOnceEndsOnlyTheOpenAttempt(t *testing.T) {
+	postgresTest(t)
+	ctx := context.Background()
+	cases := []struct {
+		name  string
+		setup string // run with $1 the call's id
+	}{
+		{"call not in flight", "UPDATE calls SET state = 'unknown' WHERE id = $1"},
+		{"attempt already ended", "UPDATE attempts SET outcome = 'failed' WHERE call_id = $1"},
+		{"attempt not the newest", "INSERT INTO attempts (call_id, n, session, owner, sent_at) SELECT id, 2, 1, owner, created_at FROM calls WHERE id = $1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			j := openTest(t, "")
+			c, err := j.RecordIntent(ctx, intent("create_order", `{"item":"widget"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := j.wdb.ExecContext(ctx, tc.setup, c.ID); err != nil {
+				t.Fatal(err)
+			}
+			before, err := j.Get(ctx, c.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = j.RecordOutcome(ctx, c.ID, 1, Outcome{Event: EventSucceeded, Result: json.RawMessage(`{"content":[]}`)})
+			if !errors.Is(err, ErrAttemptEnded) {
+				t.Fatalf("outcome: %v, want ErrAttemptEnded", err)
+			}
+			after, err := j.Get(ctx, c.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after.State != before.State || len(after.Attempts) != len(before.Attempts) ||
+				after.Attempts[0].Outcome != before.Attempts[0].Outcome || after.UpdatedAt != before.UpdatedAt {
+				t.Fatalf("a refused outcome changed the call: %+v, was %+v", after, before)
+			}
+		})
 	}
 }

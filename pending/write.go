@@ -101,33 +101,41 @@ func (j *Journal) RecordIntent(ctx context.Context, in Intent) (Call, error) {
 	}
 	now := j.now().UTC()
 	ts := formatTime(now)
+	var compensates any // NULL for a call that undoes none
+	if in.Compensates != 0 {
+		compensates = in.Compensates
+	}
+	row := []any{in.Server, in.ServerAlias, string(in.ServerIdentity), in.Tool, in.Kind, in.KindSource, in.Key,
+		string(in.Args), in.Fingerprint, strings.Join(seals, " "), j.Owner(), ts, ts, compensates}
 	var id int64
-	err := j.write(ctx, durable, func(ctx context.Context, c *sql.Conn) error {
-		if err := j.lockIntents(ctx, c, in.Server, in.Tool); err != nil {
-			return err
-		}
-		if err := j.checkIntent(ctx, c, in, now); err != nil {
-			return err
-		}
-		var compensates any // NULL for a call that undoes none
-		if in.Compensates != 0 {
-			compensates = in.Compensates
-		}
-		// Both go with the COMMIT on PostgreSQL: the attempt finds its call
-		// by its unique (server, tool, key), not by the id, which comes back
-		// only then.
-		err := j.queryRowAtCommit(ctx, c, []any{&id}, `INSERT INTO calls (server, server_alias, server_identity, tool, kind, kind_source,
-			key, args, fingerprint, redacted_seals, state, owner, created_at, updated_at, compensates)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'in_flight', ?, ?, ?, ?) RETURNING id`,
-			in.Server, in.ServerAlias, string(in.ServerIdentity), in.Tool, in.Kind, in.KindSource, in.Key,
-			string(in.Args), in.Fingerprint, strings.Join(seals, " "), j.Owner(), ts, ts, compensates)
-		if err != nil {
-			return err
-		}
-		return j.execAtCommit(ctx, c, `INSERT INTO attempts (call_id, n, session, owner, sent_at)
-			SELECT id, 1, ?, ?, ? FROM calls WHERE server = ? AND tool = ? AND key = ?`,
-			in.Session, j.Owner(), ts, in.Server, in.Tool, in.Key)
-	})
+	var err error
+	if j.pg != nil {
+		// One round trip, when no check finds anything; id 0 when one
+		// does (or the owner lock is not held), and the write below,
+		// which says which, runs.
+		id, err = j.pg.recordIntentAtOnce(ctx, j, in, row, now)
+	}
+	if id == 0 && err == nil {
+		err = j.write(ctx, durable, func(ctx context.Context, c *sql.Conn) error {
+			if err := j.lockIntents(ctx, c, in.Server, in.Tool); err != nil {
+				return err
+			}
+			if err := j.checkIntent(ctx, c, in, now); err != nil {
+				return err
+			}
+			// Both go with the COMMIT on PostgreSQL: the attempt finds its call
+			// by its unique (server, tool, key), not by the id, which comes back
+			// only then.
+			err := j.queryRowAtCommit(ctx, c, []any{&id}, `INSERT INTO calls (`+intentColumns+`)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'in_flight', ?, ?, ?, ?) RETURNING id`, row...)
+			if err != nil {
+				return err
+			}
+			return j.execAtCommit(ctx, c, `INSERT INTO attempts (call_id, n, session, owner, sent_at)
+				SELECT id, 1, ?, ?, ? FROM calls WHERE server = ? AND tool = ? AND key = ?`,
+				in.Session, j.Owner(), ts, in.Server, in.Tool, in.Key)
+		})
+	}
 	if errors.Is(err, ErrCommitUnconfirmed) {
 		return Call{}, j.settleUnconfirmedIntent(ctx, in, err)
 	}
@@ -143,30 +151,17 @@ func (j *Journal) RecordIntent(ctx context.Context, in Intent) (Call, error) {
 	}, nil
 }
 
+// intentColumns are the columns of an intent's call row, as RecordIntent gives them.
+const intentColumns = `server, server_alias, server_identity, tool, kind, kind_source,
+	key, args, fingerprint, redacted_seals, state, owner, created_at, updated_at, compensates`
+
 // checkIntent runs, inside the intent's transaction, the key check (a
 // call of the server and tool with this key already exists) and the resend
 // hold (an identical call still open, or settled late within the hold and
 // not yet acknowledged, keeps the new one from being sent), in that order
 // of precedence, as one statement: on PostgreSQL each is a round trip.
 func (j *Journal) checkIntent(ctx context.Context, c *sql.Conn, in Intent, now time.Time) error {
-	legacy := in.LegacyFingerprint
-	if legacy == "" {
-		legacy = in.Fingerprint
-	}
-	query := `SELECT 1, id, state, fingerprint FROM calls WHERE server = ? AND tool = ? AND key = ?`
-	args := []any{in.Server, in.Tool, in.Key}
-	if in.Hold {
-		query += ` UNION ALL SELECT * FROM (SELECT 2, id, state, fingerprint FROM calls
-			WHERE server = ? AND tool = ? AND fingerprint IN (?, ?) AND state IN ('in_flight', 'unknown')
-			ORDER BY id LIMIT 1) AS held`
-		args = append(args, in.Server, in.Tool, in.Fingerprint, legacy)
-		if in.LateHold > 0 {
-			query += ` UNION ALL SELECT * FROM (SELECT 3, id, state, fingerprint FROM calls
-				WHERE server = ? AND tool = ? AND fingerprint IN (?, ?)
-				AND late_settled_at <> '' AND acked_at = '' AND late_settled_at >= ? ORDER BY id DESC LIMIT 1) AS late`
-			args = append(args, in.Server, in.Tool, in.Fingerprint, legacy, formatTime(now.Add(-in.LateHold)))
-		}
-	}
+	query, args := intentChecks(in, now)
 	var which int
 	var other int64
 	var state State
@@ -183,6 +178,31 @@ func (j *Journal) checkIntent(ctx context.Context, c *sql.Conn, in Intent, now t
 		return &HeldError{CallID: other}
 	}
 	return &LateSettledError{CallID: other, State: state}
+}
+
+// intentChecks is checkIntent's query, whose rows (which check, the call
+// found, its state and fingerprint) each keep the intent from being
+// recorded: none, and it may be.
+func intentChecks(in Intent, now time.Time) (query string, args []any) {
+	legacy := in.LegacyFingerprint
+	if legacy == "" {
+		legacy = in.Fingerprint
+	}
+	query = `SELECT 1, id, state, fingerprint FROM calls WHERE server = ? AND tool = ? AND key = ?`
+	args = []any{in.Server, in.Tool, in.Key}
+	if in.Hold {
+		query += ` UNION ALL SELECT * FROM (SELECT 2, id, state, fingerprint FROM calls
+			WHERE server = ? AND tool = ? AND fingerprint IN (?, ?) AND state IN ('in_flight', 'unknown')
+			ORDER BY id LIMIT 1) AS held`
+		args = append(args, in.Server, in.Tool, in.Fingerprint, legacy)
+		if in.LateHold > 0 {
+			query += ` UNION ALL SELECT * FROM (SELECT 3, id, state, fingerprint FROM calls
+				WHERE server = ? AND tool = ? AND fingerprint IN (?, ?)
+				AND late_settled_at <> '' AND acked_at = '' AND late_settled_at >= ? ORDER BY id DESC LIMIT 1) AS late`
+			args = append(args, in.Server, in.Tool, in.Fingerprint, legacy, formatTime(now.Add(-in.LateHold)))
+		}
+	}
+	return query, args
 }
 
 func ignoreNoRows(err error) error {
@@ -250,6 +270,16 @@ func (o Outcome) attemptOutcome() (AttemptOutcome, error) {
 	return "", fmt.Errorf("outcome event %q is not succeeded, failed or lost", o.Event)
 }
 
+// attemptEnd is the SET clause that ends an attempt, with the values
+// attemptEndArgs gives it: its outcome, reason, clock, end, the server's
+// result or error, where the request went, and its session when it moved.
+const attemptEnd = `outcome = ?, reason = ?, clock = ?, ended_at = ?, result = ?, error = ?, rpc_id = ?,
+	session = CASE WHEN ? = 0 THEN session ELSE ? END`
+
+func attemptEndArgs(outcome AttemptOutcome, o Outcome, ts string) []any {
+	return []any{outcome, o.Reason, o.Clock, ts, nullJSON(o.Result), nullJSON(o.Error), o.RPCID, o.Session, o.Session}
+}
+
 // ErrAttemptEnded is returned when an outcome arrives for an attempt that
 // already has one; use RecordLateResult for answers that come after a loss.
 var ErrAttemptEnded = errors.New("attempt already ended")
@@ -263,6 +293,13 @@ func (j *Journal) RecordOutcome(ctx context.Context, callID int64, n int, o Outc
 		return err
 	}
 	ts := formatTime(j.now())
+	if to, err := Transition(StateInFlight, o.Event); j.pg != nil && err == nil {
+		// One round trip when the call is in flight and n its open
+		// attempt, as it nearly always is; else the write below says why not.
+		if done, err := j.pg.recordOutcomeAtOnce(ctx, j, callID, n, outcome, to, o, ts); done || err != nil {
+			return err
+		}
+	}
 	return j.write(ctx, lazy, func(ctx context.Context, c *sql.Conn) error {
 		state, current, attemptOutcome, err := j.attemptState(ctx, c, callID, n)
 		if err != nil {
@@ -278,9 +315,8 @@ func (j *Journal) RecordOutcome(ctx context.Context, callID int64, n int, o Outc
 		if err != nil {
 			return err
 		}
-		if err := j.execAtCommit(ctx, c, `UPDATE attempts SET outcome = ?, reason = ?, clock = ?, ended_at = ?,
-			result = ?, error = ?, rpc_id = ?, session = CASE WHEN ? = 0 THEN session ELSE ? END WHERE call_id = ? AND n = ?`,
-			outcome, o.Reason, o.Clock, ts, nullJSON(o.Result), nullJSON(o.Error), o.RPCID, o.Session, o.Session, callID, n); err != nil {
+		if err := j.execAtCommit(ctx, c, `UPDATE attempts SET `+attemptEnd+` WHERE call_id = ? AND n = ?`,
+			append(attemptEndArgs(outcome, o, ts), callID, n)...); err != nil {
 			return err
 		}
 		return j.execAtCommit(ctx, c, "UPDATE calls SET state = ?, reason = ?, updated_at = ? WHERE id = ?", to, o.Reason, ts, callID)

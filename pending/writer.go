@@ -19,6 +19,10 @@ const (
 	// deciding is durable, for a write that appends to the decision chain:
 	// on PostgreSQL such writes queue for the chain before they begin.
 	deciding
+	// durableSelfChecked is durable, on PostgreSQL, for a write whose own
+	// statement checks the owner lock (recordIntentAtOnce): it waits on no
+	// check beside it.
+	durableSelfChecked
 )
 
 // writeReq is one unit of work for the writer goroutine. fn runs inside a
