@@ -103,7 +103,15 @@ func (c *Client) callOn(ctx context.Context, s *session, tool string, args map[s
 	wc := &wireCall{token: token, key: o.Key, tool: tool, session: s.n, cancel: cancel, onAnswer: o.OnAnswer}
 
 	var eventsDone chan struct{}
-	if o.OnSent != nil || o.OnProgress != nil {
+	if o.OnProgress == nil {
+		// Only OnSent, which comes from this goroutine's own write: toolsCall
+		// calls it right after the write. A goroutine to hand it to cost a
+		// guarded write its start and, before Call could return, a wait for
+		// its end (BenchmarkWriteThroughProxy).
+		wc.onSent = o.OnSent
+	} else {
+		// Progress comes from the session's read loop, which must not wait
+		// on a slow callback; sent ids go the same way, in order.
 		wc.events = newCallEvents()
 		eventsDone = make(chan struct{})
 		go func() {

@@ -160,11 +160,19 @@ func TestProgressAndTwoClocks(t *testing.T) {
 
 	var mu sync.Mutex
 	var got []mcpclient.Progress
+	var sent []string
 	out := call(t, c, "progress", map[string]any{"steps": 6, "interval_ms": 150}, mcpclient.CallOptions{
 		IdleTimeout: 600 * time.Millisecond, // shorter than the whole call (~900 ms), longer than one step
 		OnProgress: func(p mcpclient.Progress) {
 			mu.Lock()
 			got = append(got, p)
+			mu.Unlock()
+		},
+		// With OnProgress, OnSent goes through the same goroutine: once,
+		// before Call returns.
+		OnSent: func(_ int, id string) {
+			mu.Lock()
+			sent = append(sent, id)
 			mu.Unlock()
 		},
 	})
@@ -174,6 +182,9 @@ func TestProgressAndTwoClocks(t *testing.T) {
 	mu.Lock()
 	if len(got) == 0 || got[len(got)-1].Total != 6 || got[0].Message == "" {
 		t.Errorf("progress = %+v", got)
+	}
+	if len(sent) != 1 || sent[0] != out.RPCID {
+		t.Errorf("OnSent saw %v, want the request's id %q once", sent, out.RPCID)
 	}
 	mu.Unlock()
 

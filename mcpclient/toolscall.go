@@ -63,6 +63,9 @@ func (s *session) toolsCall(ctx context.Context, wc *wireCall, args map[string]a
 	line = append(line, params...)
 	line = append(line, "}\n"...)
 	r, err := s.w.send(ctx, wc, string(wireID), line)
+	if r != nil && wc.onSent != nil {
+		wc.onSent(wc.session, rpcIDText(string(wireID))) // a byte of it reached the pipe
+	}
 	if err != nil {
 		// finish tells "not sent" (r nil) from sent in part (unknown).
 		return transport.NewError(fmt.Errorf("write the request: %w", err))

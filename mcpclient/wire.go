@@ -42,7 +42,10 @@ type wireCall struct {
 	ended   bool
 	unknown bool
 	cancel  func(error) // ends the call's context with a cause
-	events  *callEvents // nil when the caller wants no callbacks
+	events  *callEvents // nil when the caller wants no progress
+	// onSent is CallOptions.OnSent when events is nil: called by toolsCall
+	// on the caller's goroutine once the request is written.
+	onSent  func(session int, rpcID string)
 	idle    *time.Timer // reset by progress; nil without an idle clock
 	idleFor time.Duration
 	// onAnswer is CallOptions.OnAnswer; it is not given an answer that
