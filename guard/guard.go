@@ -18,6 +18,7 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"os/user"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -330,10 +331,16 @@ func (g *Guard) write(ctx context.Context, tool mcp.Tool, kind pending.Kind, src
 	}
 	info := g.srv.ServerInfo()
 	stored, secrets := redact(req.Args, tp.Redact, keyArg)
+	// With no field to redact, stored is the very encoding legacyFingerprint
+	// hashes: one json.Marshal of the arguments less on a write's path.
+	legacy := legacyFingerprintOf(stored)
+	if len(tp.Redact) > 0 {
+		legacy = legacyFingerprint(req.Args, keyArg)
+	}
 	in := pending.Intent{
 		Server: serverName(info), ServerAlias: g.opts.ServerAlias, ServerIdentity: g.opts.Server.JSON(),
 		Tool: tool.Name, Kind: kind, KindSource: src, Key: key, Args: stored, Redacted: secrets,
-		Fingerprint: Fingerprint(req.Args, keyArg), LegacyFingerprint: legacyFingerprint(req.Args, keyArg),
+		Fingerprint: Fingerprint(req.Args, keyArg), LegacyFingerprint: legacy,
 		Session: g.srv.Session(), Hold: !req.New, LateHold: g.opts.Policy.lateHold(), Compensates: req.compensates,
 	}
 	call, err := g.j.RecordIntent(ctx, in)
@@ -680,7 +687,9 @@ func (g *Guard) recordOverRecovered(ctx context.Context, id int64, n int, o pend
 
 func sendingKey(tool, key string) string { return tool + "\x00" + key }
 
-func wireID(session int, rpcID string) string { return fmt.Sprintf("%d/%s", session, rpcID) }
+// wireID is "session/rpcID", built without fmt: it is made on every
+// write's send (OnSent).
+func wireID(session int, rpcID string) string { return strconv.Itoa(session) + "/" + rpcID }
 
 // startSending marks an attempt of (tool, key) as out. settled marks its
 // outcome recorded and returns the late answers that came before that.

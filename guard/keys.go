@@ -162,7 +162,15 @@ func legacyFingerprint(args map[string]any, keyArg string) string {
 		}
 	}
 	b, _ := json.Marshal(clean)
-	sum := sha256.Sum256(b)
+	return legacyFingerprintOf(b)
+}
+
+// legacyFingerprintOf is legacyFingerprint of arguments already encoded
+// as it encodes them (json.Marshal, without the key argument): redact's
+// stored form when the tool redacts nothing, which a write has encoded
+// already.
+func legacyFingerprintOf(encoded []byte) string {
+	sum := sha256.Sum256(encoded)
 	return hex.EncodeToString(sum[:])
 }
 

@@ -376,3 +376,26 @@ func redactArgs(args map[string]any, fields []string, keyArg string) json.RawMes
 	b, _ := redact(args, fields, keyArg)
 	return b
 }
+
+// A write hashes its stored arguments for the legacy fingerprint when the
+// tool redacts nothing (legacyFingerprintOf): that must be what
+// legacyFingerprint computes from the arguments themselves.
+func TestLegacyFingerprintOfStoredArgs(t *testing.T) {
+	for _, raw := range []string{
+		`{}`,
+		`{"item":"widget","quantity":1,"buyer":"alice","idempotency_key":"k-0000000001"}`,
+		`{"n":1.50,"big":12345678901234567890,"e":1e3,"s":"<a&b>","u":"é\u2028","nested":{"z":[1,{"b":null,"a":true}],"a":""}}`,
+		`{"idempotency_key":"k-0000000002"}`,
+	} {
+		args, err := decodeObject([]byte(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, keyArg := range []string{"", "idempotency_key", "nested"} {
+			stored, _ := redact(args, nil, keyArg)
+			if got, want := legacyFingerprintOf(stored), legacyFingerprint(args, keyArg); got != want {
+				t.Errorf("%s without %q: %s from the stored form, %s from the arguments", raw, keyArg, got, want)
+			}
+		}
+	}
+}
