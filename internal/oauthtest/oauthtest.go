@@ -50,6 +50,11 @@ type Options struct {
 	// refresh_token grant, as a remote server over a network does: it
 	// widens the window in which two clients refresh at once.
 	RefreshDelay time.Duration
+	// AuthorizationEndpointSuffix is put after "/authorize" in the
+	// metadata's authorization_endpoint, as a hostile server may put
+	// terminal escape sequences there for a client that prints the URL.
+	// The server still answers /authorize.
+	AuthorizationEndpointSuffix string
 }
 
 // Server is a running authorization server. Its counters say what clients
@@ -157,7 +162,7 @@ func (s *Server) Valid(token, resource string) bool {
 func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
 	md := map[string]any{
 		"issuer":                                s.URL,
-		"authorization_endpoint":                s.URL + "/authorize",
+		"authorization_endpoint":                s.URL + "/authorize" + s.opts.AuthorizationEndpointSuffix,
 		"token_endpoint":                        s.URL + "/token",
 		"response_types_supported":              []string{"code"},
 		"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
