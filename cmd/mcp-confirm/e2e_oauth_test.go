@@ -292,6 +292,38 @@ func TestOAuthLoginBadInput(t *testing.T) {
 	}
 }
 
+// An authorization server whose metadata puts terminal control sequences
+// in its authorization_endpoint: login prints the URL without them, and
+// what it prints is still the URL to open, so the login completes. They
+// are the 8-bit forms (a window-title OSC, a clear-screen CSI) and a
+// right-to-left override, which url.Parse lets through; mcp-go refuses
+// metadata whose endpoints hold an ASCII control such as ESC.
+func TestOAuthLoginPrintsAHostileURLInert(t *testing.T) {
+	w := newWorld(t, t.TempDir())
+	as := oauthtest.NewServer(t, oauthtest.Options{AuthorizationEndpointSuffix: "\u009d0;pwned\u009c\u009b2J\u202e"})
+	endpoint := as.ProtectedProxy(t, startHTTPDemo(t, w))
+	l := startLogin(t, w, "--url", endpoint)
+	u := l.authURL(t)
+	for _, bad := range []string{"\u009d", "\u009c", "\u009b", "\u202e", "pwned"} {
+		if strings.Contains(u, bad) {
+			t.Errorf("login printed the authorization URL with %q in it: %q", bad, u)
+		}
+	}
+	if !strings.HasPrefix(u, as.URL+"/authorize?") {
+		t.Fatalf("printed %q, want the authorization server's URL without the control sequences", u)
+	}
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	resp.Body.Close()
+	r := l.wait(t)
+	wantExit(t, r, exitOK, "login through the printed URL")
+	if strings.ContainsAny(r.stdout+r.stderr, "\x1b\x07\u009b\u009c\u009d\u202e") {
+		t.Errorf("login's output holds a raw control character:\n%q", r)
+	}
+}
+
 // The proxy in front of a remote server with a stored login: the host's
 // initialize is answered, and its create_order goes out with the token and
 // makes one order.

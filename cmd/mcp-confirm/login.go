@@ -128,7 +128,10 @@ func runLogin(ctx context.Context, e *env, g *globalOpts, wait time.Duration, sc
 		Scopes: scopes, Wait: wait, ClientID: client.id, ClientSecret: secret, CallbackPort: client.port,
 		OnAuthorizationURL: func(u string) {
 			fmt.Fprintf(e.stderr, "Open this URL in a browser to log in to %s (waiting up to %s; ctrl-C stops):\n", g.url, wait)
-			fmt.Fprintln(e.stdout, u)
+			// The URL is the authorization server's metadata with our
+			// parameters: a hostile server's control sequences go, as
+			// the console's login screen drops them.
+			fmt.Fprintln(e.stdout, termtext.Line(u))
 		},
 	})
 	var notKept *loginNotKeptError
