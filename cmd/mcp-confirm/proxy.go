@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 	"github.com/mcp-confirm/mcp-confirm/metrics"
 	"github.com/mcp-confirm/mcp-confirm/proxy"
+	"github.com/mcp-confirm/mcp-confirm/termtext"
 )
 
 // openLog is the proxy's --log: a server flooding its stderr must not fill
@@ -99,7 +100,8 @@ func runProxy(ctx context.Context, e *env, g *globalOpts, f proxyFlags, pos []st
 		} else if g.url != "" {
 			hint = "Check that the server at " + g.url + " is up and answers (its logs, --url, --header)."
 		}
-		fmt.Fprintf(e.stderr, "mcp-confirm proxy: %v\n%s\n", err, hint)
+		// It may quote the server's stderr or its own error text.
+		fmt.Fprintf(e.stderr, "mcp-confirm proxy: %s\n%s\n", termtext.Strip(err.Error()), hint)
 		return exitUnavailable
 	}
 	return exitOK

@@ -106,3 +106,25 @@ func TestProxyTellsTheHostWhyItCannotServe(t *testing.T) {
 		t.Fatal("the refused --db file was changed")
 	}
 }
+
+// A server that fails to start after writing control sequences to its
+// stderr: the proxy's own message, which quotes that stderr's last lines,
+// shows them without the sequences. The server's stderr itself goes to
+// the --log file, as the proxy's log does.
+func TestProxyStartFailureIsInert(t *testing.T) {
+	dir := t.TempDir()
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}` + "\n"
+	var out, errb bytes.Buffer
+	e := &env{stdin: strings.NewReader(initialize), stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}
+	code := run(context.Background(), []string{"proxy", "--db", filepath.Join(dir, "j.db"), "--log", filepath.Join(dir, "proxy.log"),
+		"--", "sh", "-c", `printf '\033]0;pwned\007boom\033[2J\n' >&2; exit 1`}, e)
+	if code != exitUnavailable {
+		t.Fatalf("exit %d, want %d\nstderr: %q", code, exitUnavailable, errb.String())
+	}
+	if !strings.Contains(errb.String(), "boom") {
+		t.Errorf("stderr does not quote the server's last stderr line:\n%q", errb.String())
+	}
+	if strings.ContainsAny(errb.String(), "\x1b\x07") {
+		t.Errorf("stderr holds the server's raw control sequences:\n%q", errb.String())
+	}
+}
