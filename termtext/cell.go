@@ -6,7 +6,8 @@ import (
 
 // Cell makes one CSV cell inert for a spreadsheet and a terminal: C0 and C1
 // controls other than newline and tab, and invalid UTF-8 bytes, are spelled
-// \xNN; a cell that begins with '=', '+', '-', '@', a tab or a carriage
+// \xNN, the bidirectional controls (which reorder what a terminal shows)
+// \uNNNN; a cell that begins with '=', '+', '-', '@', a tab or a carriage
 // return (what spreadsheets read as a formula) gets a leading "'", which
 // they show as text (the OWASP "CSV injection" rule). The escaping is one
 // way: the JSONL export keeps every value exactly.
@@ -16,8 +17,11 @@ func Cell(s string) string {
 	}
 	if !isPlainCell(s) {
 		s = spell(s, func(r rune) string {
-			if isControl(r) && r != '\n' && r != '\t' {
+			switch {
+			case isControl(r) && r != '\n' && r != '\t':
 				return fmt.Sprintf(`\x%02x`, r)
+			case isBidi(r):
+				return fmt.Sprintf(`\u%04x`, r)
 			}
 			return ""
 		})

@@ -20,6 +20,8 @@ func TestCell(t *testing.T) {
 		{"c1\u009bx", `c1\x9bx`},
 		{"bad\xffbyte", `bad\xffbyte`},
 		{"café", "café"},
+		{"invoice\u202efdp.exe", `invoice\u202efdp.exe`},
+		{"\u2066=1\u2069", `\u2066=1\u2069`},
 	} {
 		if got := Cell(c.in); got != c.want {
 			t.Errorf("Cell(%q) = %q, want %q", c.in, got, c.want)
