@@ -216,7 +216,7 @@ func printResult(e *env, res guard.Result, heldBy int64) {
 	out := callOutput{ID: res.Call.ID, State: string(res.State), Reason: res.Call.Reason, Key: res.Key,
 		Result: res.Result, Error: res.Error, Replayed: res.Replayed, ReplayedFrom: res.ReplayedFrom,
 		Held: heldBy != 0, HeldBy: heldBy}
-	json.NewEncoder(validUTF8{e.stdout}).Encode(out)
+	json.NewEncoder(inertJSON{e.stdout}).Encode(out)
 }
 
 // heldBy is the call that held this one back (exit 4), or 0.

@@ -16,7 +16,8 @@ import (
 // of an honest tool's name and answers with control bytes, invalid UTF-8
 // and spreadsheet formulas. What the CLI prints must tell the two tools
 // apart, hold no raw control byte, and every JSON output must be valid
-// UTF-8 JSON; the CSV export must open in a spreadsheet as text.
+// UTF-8 JSON, with the controls encoding/json leaves raw (DEL, C1, bidi)
+// spelled as \u escapes; the CSV export must open in a spreadsheet as text.
 func TestE2EHostileOutputsAreInert(t *testing.T) {
 	dir := t.TempDir()
 	srv := filepath.Join(dir, "lookalike")
@@ -26,7 +27,7 @@ func TestE2EHostileOutputsAreInert(t *testing.T) {
 	w := newWorld(t, dir)
 	noControls := func(what, s string) {
 		t.Helper()
-		for _, bad := range []string{"\x1b", "\x07", "\u009b"} {
+		for _, bad := range []string{"\x1b", "\x07", "\x7f", "\u009b", "\u202e"} {
 			if strings.Contains(s, bad) {
 				t.Errorf("%s holds a raw %q:\n%q", what, bad, s)
 			}

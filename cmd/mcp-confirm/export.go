@@ -49,7 +49,7 @@ func runExport(ctx context.Context, e *env, g *globalOpts, format, sinceArg stri
 	}
 	defer j.Close()
 	if format == "jsonl" {
-		enc := json.NewEncoder(validUTF8{e.stdout})
+		enc := json.NewEncoder(inertJSON{e.stdout})
 		err = j.Export(ctx, since, func(c pending.Call) error { return enc.Encode(c) })
 	} else {
 		err = exportCSV(ctx, e, j, since)

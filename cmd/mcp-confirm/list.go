@@ -109,7 +109,7 @@ func keyTail(k string) string {
 }
 
 func writeJSON(e *env, v any) int {
-	enc := json.NewEncoder(validUTF8{e.stdout})
+	enc := json.NewEncoder(inertJSON{e.stdout})
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
 		fmt.Fprintf(e.stderr, "mcp-confirm: write output: %v\n", err)

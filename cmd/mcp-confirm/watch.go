@@ -53,7 +53,7 @@ func runWatch(ctx context.Context, e *env, g *globalOpts, pos []string) int {
 		return exitUnavailable
 	}
 	fmt.Fprintf(e.stderr, "mcp-confirm watch: watching %s; ctrl-C ends\n", j.Path())
-	enc := json.NewEncoder(validUTF8{e.stdout})
+	enc := json.NewEncoder(inertJSON{e.stdout})
 	for range changed {
 		changes, err := feed.Next(ctx)
 		if ctx.Err() != nil {
