@@ -393,7 +393,7 @@ func (p *Proxy) hooks() *server.Hooks {
 
 func (p *Proxy) onSession(n int) {
 	if n > 1 && !p.host.declaring.Load() {
-		p.log.Warn("restarted the MCP server", "session", n)
+		p.log.Warn(p.newSessionSaid(), "session", n)
 		// Its tools may have changed; listing them is not this call's job.
 		p.bg.Go(func(ctx context.Context) {
 			if err := p.refreshTools(ctx); err != nil {
@@ -401,6 +401,19 @@ func (p *Proxy) onSession(n int) {
 			}
 		})
 	}
+}
+
+// newSessionSaid is what the log calls a session after the first. Over
+// stdio the server process was started again; a remote server was not
+// restarted by anyone: a new HTTP session was opened with it (the old one
+// expired with a 404, was lost, or was replaced to declare the host's
+// capabilities), and "restarted" would send its operator looking for a
+// crash.
+func (p *Proxy) newSessionSaid() string {
+	if u := p.opts.Server.URL; u != "" {
+		return "started a new session with the MCP server at " + u
+	}
+	return "restarted the MCP server"
 }
 
 // watchServer says on the log when the server process goes away, even

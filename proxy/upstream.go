@@ -51,8 +51,9 @@ func (p *Proxy) declareFirst(first []byte) {
 // (server-everything), and asks it for its roots (server-filesystem then
 // serves the host's folders). It runs before mcp-go answers the host's
 // initialize, so that the host's first tools/list lists the server's tools
-// for it. mcpclient restarts the server to do so, which is safe only
-// because no call is open yet (the first initialize only).
+// for it. mcpclient restarts the server (a remote one: starts a new
+// session) to do so, which is safe only because no call is open yet (the
+// first initialize only).
 func (p *Proxy) declareHost(ctx context.Context, params json.RawMessage) {
 	var ip struct {
 		Capabilities mcp.ClientCapabilities `json:"capabilities"`
@@ -78,7 +79,7 @@ func (p *Proxy) declareHost(ctx context.Context, params json.RawMessage) {
 	if !restarted {
 		return
 	}
-	p.log.Info("restarted the MCP server to declare the host's capabilities", "session", p.client.Session())
+	p.log.Info(p.newSessionSaid()+" to declare the host's capabilities", "session", p.client.Session())
 	if err := p.listToolsBeforeAnswering(ctx); err != nil {
 		p.log.Warn("list tools after declaring the host's capabilities", "err", err)
 	}
