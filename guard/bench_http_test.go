@@ -9,9 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -47,34 +45,12 @@ type httpDemo struct {
 	url, db string
 }
 
-var listeningLine = regexp.MustCompile(`msg="demo server listening" url=(\S+)`)
-
 // startHTTPDemo runs `mcp-confirm demo-server --http 127.0.0.1:0` on a
 // fresh database, with flags, and gives alice a budget no run spends.
 func startHTTPDemo(b *testing.B, flags ...string) httpDemo {
 	b.Helper()
-	bin := demoBinary(b)
 	db := filepath.Join(b.TempDir(), "demo.db")
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, append([]string{"demo-server", "--http", "127.0.0.1:0", "--db", db}, flags...)...)
-	var stderr testbin.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		cancel()
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-	})
-	var url string
-	for deadline := time.Now().Add(30 * time.Second); url == ""; time.Sleep(20 * time.Millisecond) {
-		if m := listeningLine.FindStringSubmatch(stderr.String()); m != nil {
-			url = m[1]
-		} else if time.Now().After(deadline) {
-			b.Fatalf("the HTTP demo server did not start:\n%s", stderr.String())
-		}
-	}
+	url := testbin.HTTPDemo(b, demoBinary(b), db, flags...)
 	sdb, err := sql.Open("sqlite", db+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		b.Fatal(err)

@@ -21,7 +21,7 @@ import (
 // started with the server at its URL. (Over stdio it still says the
 // server was restarted: TestDownstreamKilledMidCall.)
 func TestProxyExpiredHTTPSessionIsANewSession(t *testing.T) {
-	url := httpDemo(t, filepath.Join(t.TempDir(), "demo.db"), "--expire-sessions")
+	url := testbin.HTTPDemo(t, bin, filepath.Join(t.TempDir(), "demo.db"), "--expire-sessions")
 	h := startProxy(t, mcpclient.ServerSpec{URL: url}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -45,7 +45,7 @@ func TestProxyExpiredHTTPSessionIsANewSession(t *testing.T) {
 // log says so, not that the server was restarted.
 func TestProxyHTTPSessionReplacedToDeclareCapabilities(t *testing.T) {
 	dir := t.TempDir()
-	url := httpDemo(t, filepath.Join(dir, "demo.db"), "--protocols", "2025-11-25")
+	url := testbin.HTTPDemo(t, bin, filepath.Join(dir, "demo.db"), "--protocols", "2025-11-25")
 	j, err := pending.Open(context.Background(), filepath.Join(dir, "journal.db"), pending.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -2,14 +2,11 @@ package proxy_test
 
 import (
 	"bytes"
-	"context"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/mcp-confirm/mcp-confirm/internal/testbin"
 	"github.com/mcp-confirm/mcp-confirm/pending"
 )
 
@@ -31,30 +28,6 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// httpDemo runs the demo server over Streamable HTTP as a process of its
-// own, on a loopback port it picks, and returns its URL.
-func httpDemo(t *testing.T, db string, flags ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, append([]string{"demo-server", "--http", "127.0.0.1:0", "--db", db}, flags...)...)
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
-	listening := regexp.MustCompile(`msg="demo server listening" url=(\S+)`)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if m := listening.FindStringSubmatch(stderr.String()); m != nil {
-			return m[1]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the HTTP demo server did not start:\n%s", stderr.String())
-		}
-	}
-}
-
 // The TypeScript SDK host on stdio, the proxy in front of a remote server
 // (proxy --url): the server commits the first create_order and its
 // connection is cut before the answer. The host hears unknown, in words;
@@ -64,7 +37,7 @@ func httpDemo(t *testing.T, db string, flags ...string) string {
 func TestTSHostThroughProxyToRemoteServer(t *testing.T) {
 	dir := t.TempDir()
 	journal := filepath.Join(dir, "journal.db")
-	url := httpDemo(t, filepath.Join(dir, "demo.db"), "--cut-after-commit", "1")
+	url := testbin.HTTPDemo(t, bin, filepath.Join(dir, "demo.db"), "--cut-after-commit", "1")
 	orderArgs := map[string]any{"item": "widget", "quantity": 2, "buyer": "alice"}
 	run := tsHost(t, bin, proxyArgs(journal, "--url", url),
 		step{"op": "listTools"},

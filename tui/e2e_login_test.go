@@ -10,13 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcp-confirm/mcp-confirm/internal/oauthtest"
+	"github.com/mcp-confirm/mcp-confirm/internal/testbin"
 )
 
 // The console's own login (issue 19) on the real binary in a real
@@ -45,7 +45,7 @@ func testLoginInTmux(t *testing.T, bin string, fleet bool) {
 	dir := t.TempDir()
 	journal, demoDB, state := filepath.Join(dir, "journal.db"), filepath.Join(dir, "demo.db"), filepath.Join(dir, "state")
 	as := oauthtest.NewServer(t, oauthtest.Options{AccessTTL: time.Hour})
-	endpoint := as.ProtectedProxy(t, startHTTPDemoServer(t, bin, demoDB))
+	endpoint := as.ProtectedProxy(t, testbin.HTTPDemo(t, bin, demoDB))
 
 	env := []string{"TERM=xterm-256color", "XDG_STATE_HOME=" + state, "HOME=" + dir}
 	listed := "tools on "
@@ -157,32 +157,6 @@ func screenURL(t *testing.T, tm *term, prefix string) string {
 		return b.String()
 	}
 	t.Fatalf("no line starts with %q:\n%s", prefix, tm.screen())
-	return ""
-}
-
-// startHTTPDemoServer runs the demo server over Streamable HTTP on a free
-// loopback port and returns its endpoint.
-func startHTTPDemoServer(t *testing.T, bin, db string) string {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "demo-server", "--http", "127.0.0.1:0", "--db", db)
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-	})
-	listening := regexp.MustCompile(`msg="demo server listening" url=(\S+)`)
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := listening.FindStringSubmatch(stderr.String()); m != nil {
-			return m[1]
-		}
-	}
-	t.Fatalf("the HTTP demo server did not start:\n%s", stderr.String())
 	return ""
 }
 

@@ -10,41 +10,24 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"regexp"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/mcp-confirm/mcp-confirm/internal/testbin"
 )
 
 // startHTTPDemo runs the demo server over Streamable HTTP on a loopback
-// port of its own choosing, as a real process, and returns its URL. The
-// server is stopped at the end of the test.
+// port of its own choosing, as a real process with the world's
+// environment and folder, and returns its URL. The server is stopped at
+// the end of the test.
 func startHTTPDemo(t testing.TB, w *world, flags ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	args := append([]string{"demo-server", "--http", "127.0.0.1:0", "--db", w.demoDB}, flags...)
-	cmd := e2eCmd(ctx, w.bin, w.dir, args...)
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-	})
-	listening := regexp.MustCompile(`msg="demo server listening" url=(\S+)`)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if m := listening.FindStringSubmatch(stderr.String()); m != nil {
-			return m[1]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the HTTP demo server did not start:\n%s", stderr.String())
-		}
-	}
+	return testbin.HTTPDemoCmd(t, func(ctx context.Context, args ...string) *exec.Cmd {
+		return e2eCmd(ctx, w.bin, w.dir, args...)
+	}, w.demoDB, flags...)
 }
 
 // A remote create_order whose connection is cut after the order committed:

@@ -1,17 +1,21 @@
 // Package testbin is what tests need to run this module's commands as
 // real subprocesses (a server over stdio, the CLI as a user runs it):
-// build each once per test binary (Binaries), and collect what the
-// processes write from several goroutines at once (Buffer).
+// build each once per test binary (Binaries), collect what the processes
+// write from several goroutines at once (Buffer), and run the demo server
+// over HTTP until it says its URL (HTTPDemo).
 package testbin
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"testing"
+	"time"
 )
 
 // MCPConfirm is the import path of the mcp-confirm command.
@@ -121,4 +125,46 @@ func (s *Buffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// listening is the demo server's log line that gives its URL, once it
+// accepts connections.
+var listening = regexp.MustCompile(`msg="demo server listening" url=(\S+)`)
+
+// HTTPDemo runs `bin demo-server --http 127.0.0.1:0 --db db flags...`, the
+// demo server over Streamable HTTP on a loopback port of its own choosing,
+// as a real process, and returns its URL. The server is stopped at the end
+// of the test; one that has not said its URL within 30 s fails it.
+func HTTPDemo(tb testing.TB, bin, db string, flags ...string) string {
+	tb.Helper()
+	return HTTPDemoCmd(tb, func(ctx context.Context, args ...string) *exec.Cmd {
+		return exec.CommandContext(ctx, bin, args...)
+	}, db, flags...)
+}
+
+// HTTPDemoCmd is HTTPDemo with the process made by command (with the
+// arguments above), for a caller that gives it an environment or a folder
+// of its own. The process's stderr is read for the URL.
+func HTTPDemoCmd(tb testing.TB, command func(ctx context.Context, args ...string) *exec.Cmd, db string, flags ...string) string {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := command(ctx, append([]string{"demo-server", "--http", "127.0.0.1:0", "--db", db}, flags...)...)
+	var stderr Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		cancel()
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+	})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if m := listening.FindStringSubmatch(stderr.String()); m != nil {
+			return m[1]
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("the HTTP demo server did not start:\n%s", stderr.String())
+		}
+	}
 }
