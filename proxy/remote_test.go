@@ -3,30 +3,11 @@ package proxy_test
 import (
 	"bytes"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/mcp-confirm/mcp-confirm/internal/testbin"
 	"github.com/mcp-confirm/mcp-confirm/pending"
 )
-
-// syncBuffer is a bytes.Buffer safe for a child's stderr and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // The TypeScript SDK host on stdio, the proxy in front of a remote server
 // (proxy --url): the server commits the first create_order and its

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -158,24 +157,6 @@ func screenURL(t *testing.T, tm *term, prefix string) string {
 	}
 	t.Fatalf("no line starts with %q:\n%s", prefix, tm.screen())
 	return ""
-}
-
-// syncBuffer is a bytes.Buffer written by a process and read by the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // countCalls is the number of calls in a journal file.

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mcp-confirm/mcp-confirm/internal/oauthtest"
+	"github.com/mcp-confirm/mcp-confirm/internal/testbin"
 )
 
 // loginRun is one run of 'mcp-confirm login', started: its stdout is read
@@ -27,7 +28,7 @@ import (
 type loginRun struct {
 	cmd    *exec.Cmd
 	lines  chan string
-	stderr *lockedBuffer
+	stderr *testbin.Buffer
 	cancel context.CancelFunc
 }
 
@@ -40,7 +41,7 @@ func startLogin(t *testing.T, w *world, args ...string) *loginRun {
 		cancel()
 		t.Fatal(err)
 	}
-	l := &loginRun{cmd: cmd, lines: make(chan string, 16), stderr: &lockedBuffer{}, cancel: cancel}
+	l := &loginRun{cmd: cmd, lines: make(chan string, 16), stderr: &testbin.Buffer{}, cancel: cancel}
 	cmd.Stderr = l.stderr
 	if err := cmd.Start(); err != nil {
 		cancel()
@@ -344,7 +345,7 @@ func TestOAuthProxyUsesTheLogin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr lockedBuffer
+	var stderr testbin.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -553,11 +554,11 @@ func TestOAuthConcurrentRefreshOneLogin(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), cmdHang)
 	defer cancel()
 	cmds := make([]*exec.Cmd, n)
-	outs := make([]*lockedBuffer, n)
+	outs := make([]*testbin.Buffer, n)
 	for i := range cmds {
 		args := fmt.Sprintf(`{"item":"widget","quantity":%d,"buyer":"alice"}`, i+1)
 		cmds[i] = e2eCmd(ctx, w.bin, w.dir, w.withDB([]string{"call", "create_order", "--args", args, "--url", endpoint})...)
-		outs[i] = &lockedBuffer{}
+		outs[i] = &testbin.Buffer{}
 		cmds[i].Stdout, cmds[i].Stderr = outs[i], outs[i]
 	}
 	for _, cmd := range cmds { // all started before any is waited for

@@ -1,16 +1,16 @@
 package npmfixture
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcp-confirm/mcp-confirm/internal/testbin"
 )
 
 // EverythingHTTP runs server-everything in its Streamable HTTP mode on a
@@ -29,7 +29,7 @@ func EverythingHTTP(t testing.TB) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, "node", bin, "streamableHttp")
 	cmd.Env = append(os.Environ(), "PORT="+port)
-	var out lockedBuffer
+	var out testbin.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		cancel()
@@ -45,22 +45,4 @@ func EverythingHTTP(t testing.TB) string {
 		}
 	}
 	return "http://127.0.0.1:" + port + "/mcp"
-}
-
-// lockedBuffer is a bytes.Buffer safe for a child's output and a reader.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
