@@ -383,7 +383,8 @@ func (j *Journal) lockIntents(ctx context.Context, c *sql.Conn, server, tool str
 	h := fnv.New32a()
 	h.Write([]byte(server + "\x00" + tool))
 	// First in the transaction: it goes with the BEGIN before it and the
-	// key check after it, in one round trip (pgConn). The check is the
+	// key check after it (or the one-trip insert that holds the check,
+	// recordIntentAtOnce), in one round trip (pgConn). The check is the
 	// next statement, so it sees what the lock's last holder committed.
 	lock := fmt.Sprintf("SELECT pg_advisory_xact_lock(%d, %d)", pgLockIntents, int32(h.Sum32()))
 	var deferred bool
