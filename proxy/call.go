@@ -158,8 +158,11 @@ func (p *Proxy) answer(tool string, res guard.Result, err error) (json.RawMessag
 	switch res.State {
 	case pending.StateUnknown, pending.StateInFlight:
 		if res.Call.Reason == string(mcpclient.ReasonConnectionLost) {
-			p.log.Warn("the MCP server went away during a call; answered unknown, and it restarts on the next call",
-				"call", res.Call.ID, "tool", tool)
+			msg := "the MCP server went away during a call; answered unknown, and it restarts on the next call"
+			if p.opts.Server.URL != "" { // nothing to restart: a new session
+				msg = "the connection to the MCP server was lost during a call; answered unknown, and the next call starts a new session"
+			}
+			p.log.Warn(msg, "call", res.Call.ID, "tool", tool)
 		}
 		return encode(Unknown(res.Call.ID, res.Key, res.Call.Reason))
 	}

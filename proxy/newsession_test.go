@@ -86,3 +86,24 @@ func TestProxyHTTPSessionReplacedToDeclareCapabilities(t *testing.T) {
 		t.Errorf("the log says a remote server was restarted:\n%s", said)
 	}
 }
+
+// A remote server's connection cut after it ran a write: the call is
+// answered unknown, and the log says the next call starts a new session,
+// not that the server restarts (there is no process to restart).
+func TestProxyHTTPConnectionLostSaysNewSession(t *testing.T) {
+	url := testbin.HTTPDemo(t, bin, filepath.Join(t.TempDir(), "demo.db"), "--cut-after-commit", "1")
+	h := startProxy(t, mcpclient.ServerSpec{URL: url}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := h.call(ctx, "create_order", map[string]any{"item": "widget", "quantity": 1, "buyer": "alice"})
+	if err != nil || !strings.Contains(text(r), "UNKNOWN") {
+		t.Fatalf("create_order cut after its commit: %v %q, want an unknown answer", err, text(r))
+	}
+	logs := h.logs.String()
+	if !strings.Contains(logs, "the next call starts a new session") {
+		t.Errorf("the log does not say a new session starts:\n%s", logs)
+	}
+	if strings.Contains(logs, "restarts on the next call") {
+		t.Errorf("the log says a remote server restarts:\n%s", logs)
+	}
+}
