@@ -460,7 +460,7 @@ func exitFor(e *env, g *globalOpts, cmd string, res guard.Result, err error) int
 		id := res.Call.ID
 		fmt.Fprintf(e.stderr, "mcp-confirm %s: the outcome of call %d is unknown (%s); it was NOT resent.\n"+
 			"Check it with '%s query %d', then '%s retry %d' (same key), '%s mark %d applied' or '%s abandon %d'.\n",
-			cmd, id, res.Call.Reason, self, id, self, id, self, id, self, id)
+			cmd, id, termtext.Line(res.Call.Reason), self, id, self, id, self, id, self, id)
 		return exitUnknown
 	}
 	return exitOK
