@@ -11,9 +11,10 @@ import (
 // the bidirectional controls raw, and passes a json.RawMessage (a server's
 // result, kept as the bytes it sent) through as it is. JSON spells each of
 // those as \uNNNN and each run of invalid UTF-8 as one U+FFFD, as
-// bytes.ToValidUTF8 does (a decoder reads such bytes as U+FFFD anyway). In valid JSON a non-ASCII rune or DEL can only stand inside
-// a string, where \uNNNN means the same rune, so the text stays valid and
-// its values exact.
+// bytes.ToValidUTF8 does (a decoder reads such bytes as U+FFFD anyway).
+// In valid JSON a non-ASCII rune or DEL can only stand inside a string,
+// where \uNNNN means the same rune, so the text stays valid and its values
+// exact.
 func JSON(p []byte) []byte {
 	if isPlainJSON(p) {
 		return p
@@ -27,7 +28,9 @@ func JSON(p []byte) []byte {
 		case bad && invalid:
 		case bad:
 			out = utf8.AppendRune(out, utf8.RuneError)
-		case r == 0x7f || (r >= 0x80 && r < 0xa0) || isBidi(r):
+		// C0 stays as it is: encoding/json escapes it inside strings,
+		// and outside them it can only be JSON's whitespace.
+		case (r >= 0x7f && isControl(r)) || isBidi(r):
 			out = fmt.Appendf(out, `\u%04x`, r)
 		default:
 			out = append(out, p[i:i+size]...)
