@@ -69,6 +69,15 @@ func decideHTTP(x exchange, callErr error, reason UnknownReason, reasonErr error
 			err = callErr
 		}
 		out.Kind, out.Err = DeliveryNotSent, fmt.Errorf("could not connect: %w", err)
+	case x.unsent && x.status == 0 && x.answer == nil:
+		// Connected, but the HTTP client gave up before it read one byte
+		// of the body (the tap's sentOnce says so, and let nothing be read
+		// after): the server cannot have been given the call to run.
+		err := x.err
+		if err == nil {
+			err = callErr
+		}
+		out.Kind, out.Err = DeliveryNotSent, fmt.Errorf("the connection failed before the request's body was sent: %w", err)
 	case x.answer != nil:
 		// The server's own answer, whatever the status it came with.
 		return decide(ending{sent: true, resp: &wireResp{line: x.answer}, err: callErr, reason: reason, reasonErr: reasonErr})
@@ -82,6 +91,12 @@ func decideHTTP(x exchange, callErr error, reason UnknownReason, reasonErr error
 		out.Kind, out.Reason = DeliveryUnknown, ReasonHTTPStatus
 		out.Err = fmt.Errorf("HTTP %d %s from the server or something in between; the request was sent and may have taken effect",
 			x.status, http.StatusText(x.status))
+	case errors.Is(x.err, errResendRefused):
+		// An HTTP/2 GOAWAY or stream reset (or a closed connection) after
+		// the request was written: net/http would have sent it again by
+		// itself, below the journal, and was not let (sentOnce).
+		out.Kind, out.Reason = DeliveryUnknown, ReasonConnectionLost
+		out.Err = fmt.Errorf("%w: %w; the request was sent and may have taken effect", ErrConnectionLost, errResendRefused)
 	default:
 		// Cut, reset, or a stream that ended without the answer.
 		out.Kind, out.Reason = DeliveryUnknown, ReasonConnectionLost

@@ -41,6 +41,8 @@ type exchange struct {
 	broken      error       // the response stream broke (not a clean end)
 	resumed     bool        // the answer came on a stream resumed with Last-Event-ID (Remote.resume)
 	err         error       // what RoundTrip returned, if it failed
+	body        *sentOnce   // the request's body, as the HTTP client was given it
+	unsent      bool        // (done) the HTTP client never read the body: not one byte of it left
 }
 
 func newHTTPTap(base http.RoundTripper) *httpTap {
@@ -63,6 +65,11 @@ func (t *httpTap) done(token string) exchange {
 	if x == nil {
 		return exchange{}
 	}
+	if x.body != nil {
+		// From here on not one more byte of the request may leave, so
+		// that what is decided stays true.
+		x.unsent = !x.body.seal()
+	}
 	return *x
 }
 
@@ -78,11 +85,23 @@ type toolsCallHead struct {
 }
 
 // RoundTrip passes req on, watching it when it is a tools/call of a
-// tracked call.
+// tracked call. Every request's body is handed to the HTTP client as one
+// that leaves at most once (sendOnce), and every response's body is bounded
+// (boundResponse).
 func (t *httpTap) RoundTrip(req *http.Request) (*http.Response, error) {
-	x := t.exchangeOf(req)
+	req, once, err := sendOnce(req)
+	if err != nil {
+		return nil, err
+	}
+	x := t.exchangeOf(req, once)
 	if x == nil {
-		return t.base.RoundTrip(req)
+		resp, err := t.base.RoundTrip(req)
+		if err != nil {
+			return nil, err
+		}
+		media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+		boundResponse(resp, media)
+		return resp, nil
 	}
 	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
 		t.mu.Lock()
@@ -99,13 +118,15 @@ func (t *httpTap) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	x.status = resp.StatusCode
 	media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	boundResponse(resp, media)
 	switch media {
 	case "text/event-stream":
 		resp.Body = &sseTap{t: t, x: x, body: resp.Body}
 	case "application/json":
-		// Read whole here, so the answer is recorded before mcp-go's
-		// decoder, which may stop short of the end, sees it.
-		body, rerr := io.ReadAll(io.LimitReader(resp.Body, int64(lineLimit.Load())+1))
+		// Read whole here (boundResponse capped it), so the answer is
+		// recorded before mcp-go's decoder, which may stop short of the
+		// end, sees it.
+		body, rerr := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if rerr != nil {
 			x.broken = rerr
@@ -117,18 +138,13 @@ func (t *httpTap) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // exchangeOf is the exchange a request belongs to, nil when it is not a
-// tools/call of a tracked call. The body is read and put back.
-func (t *httpTap) exchangeOf(req *http.Request) *exchange {
-	if req.Method != http.MethodPost || req.Body == nil || req.GetBody == nil {
+// tools/call of a tracked call. body holds the request's body.
+func (t *httpTap) exchangeOf(req *http.Request, body *sentOnce) *exchange {
+	if req.Method != http.MethodPost || body == nil {
 		return nil
 	}
-	body, err := req.GetBody()
-	if err != nil {
-		return nil
-	}
-	defer body.Close()
 	var head toolsCallHead
-	if json.NewDecoder(body).Decode(&head) != nil || head.Method != "tools/call" {
+	if json.Unmarshal(body.data, &head) != nil || head.Method != "tools/call" {
 		return nil
 	}
 	token, ok := head.Params.Meta.ProgressToken.(string)
@@ -142,7 +158,8 @@ func (t *httpTap) exchangeOf(req *http.Request) *exchange {
 	}
 	// A multi round-trip call sends several requests; only the latest can
 	// carry its outcome.
-	x := &exchange{id: rpcIDText(string(head.ID)), sessionSent: req.Header.Get("Mcp-Session-Id") != "", header: req.Header.Clone()}
+	x := &exchange{id: rpcIDText(string(head.ID)), sessionSent: req.Header.Get("Mcp-Session-Id") != "",
+		header: req.Header.Clone(), body: body}
 	t.calls[token] = x
 	return x
 }

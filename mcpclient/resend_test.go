@@ -1,0 +1,121 @@
+package mcpclient_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-confirm/mcp-confirm/mcpclient"
+)
+
+// A write is never sent twice below the journal (issue 44, item 1): Go's
+// HTTP/2 client resends a request by itself after a GOAWAY or a stream
+// reset (REFUSED_STREAM, PROTOCOL_ERROR), through Request.GetBody, even
+// when the server had run it. Each test puts the h2Relay between a Remote
+// and a real HTTP/2 server, faults the first tools/call once the server
+// has executed it, and counts the executions at the server.
+
+func h2Remote(t *testing.T, cert *testCert, url string) *mcpclient.Remote {
+	t.Helper()
+	r, err := mcpclient.NewRemote(mcpclient.ServerSpec{URL: url}, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.TrustRoots(cert.pool)
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func testH2FaultNotResent(t *testing.T, fault h2Fault) {
+	srv := newH2WriteServer(t)
+	cert := newTestCert(t)
+	rl := newH2Relay(t, cert, srv, fault)
+	r := h2Remote(t, cert, rl.url)
+	out := createOrder(t, r)
+
+	if n := srv.executed.Load(); n != 1 {
+		t.Errorf("the server executed the write %d times, want 1 (a resend below the journal)", n)
+	}
+	calls, injected, h2Conns := rl.counts()
+	if !injected || h2Conns == 0 {
+		t.Fatalf("fault injected %v on %d h2 connections: the test did not test", injected, h2Conns)
+	}
+	if calls != 1 {
+		t.Errorf("the relay saw %d tools/call requests, want 1", calls)
+	}
+	if out.Kind != mcpclient.DeliveryUnknown || out.Reason != mcpclient.ReasonConnectionLost {
+		t.Fatalf("delivery = %s (%q), %v; want unknown (connection lost)", out.Kind, out.Reason, out.Err)
+	}
+	if !errors.Is(out.Err, mcpclient.ErrConnectionLost) || !strings.Contains(out.Err.Error(), "may have taken effect") {
+		t.Errorf("error = %v; want a connection loss after the request was sent", out.Err)
+	}
+	if out.SentAt.IsZero() {
+		t.Errorf("SentAt is zero: the request was sent")
+	}
+}
+
+func TestRemoteH2GoAwayNotResent(t *testing.T)        { testH2FaultNotResent(t, faultGoAway) }
+func TestRemoteH2RefusedStreamNotResent(t *testing.T) { testH2FaultNotResent(t, faultRefused) }
+func TestRemoteH2ProtocolErrorNotResent(t *testing.T) { testH2FaultNotResent(t, faultProtocol) }
+
+// connInfo is a connection and the number of requests it has carried,
+// kept in its context (http.Server.ConnContext).
+type connKey struct{}
+
+type connInfo struct {
+	conn     net.Conn
+	requests atomic.Int64
+}
+
+// TestRemoteHTTP1ReusedConnClosedNotResent: over HTTP/1.1 keep-alive, the
+// server runs the write on a connection that carried requests before, then
+// closes that connection without answering. net/http resends a request on
+// a reused connection that closed when it counts the request replayable;
+// the write must not be.
+func TestRemoteHTTP1ReusedConnClosedNotResent(t *testing.T) {
+	var executed, reusedRuns atomic.Int64
+	s := server.NewMCPServer("h1-writes", "1.0.0")
+	s.AddTool(mcp.NewTool("create_order", mcp.WithString("item")),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			n := executed.Add(1)
+			if ci, ok := ctx.Value(connKey{}).(*connInfo); ok && n == 1 {
+				if ci.requests.Load() > 1 {
+					reusedRuns.Add(1)
+				}
+				ci.conn.Close() // ran, and the answer is lost with the connection
+			}
+			return mcp.NewToolResultText("order placed"), nil
+		})
+	h := server.NewStreamableHTTPServer(s)
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ci, ok := r.Context().Value(connKey{}).(*connInfo); ok {
+			ci.requests.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	ts.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		return context.WithValue(ctx, connKey{}, &connInfo{conn: c})
+	}
+	ts.Start()
+	t.Cleanup(ts.Close)
+
+	r := remoteClient(t, ts.URL+"/mcp")
+	out := createOrder(t, r)
+	if n := executed.Load(); n != 1 {
+		t.Errorf("the server executed the write %d times, want 1 (a resend below the journal)", n)
+	}
+	if reusedRuns.Load() != 1 {
+		t.Fatalf("the write did not go out on a reused connection: the test did not test")
+	}
+	if out.Kind != mcpclient.DeliveryUnknown || out.Reason != mcpclient.ReasonConnectionLost {
+		t.Fatalf("delivery = %s (%q), %v; want unknown (connection lost)", out.Kind, out.Reason, out.Err)
+	}
+}
