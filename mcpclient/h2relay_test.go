@@ -212,13 +212,15 @@ type frame struct {
 	payload []byte
 }
 
-func (f *frame) typ() byte        { return f.head[3] }
-func (f *frame) stream() uint32   { return binary.BigEndian.Uint32(f.head[5:9]) & 0x7fffffff }
-func (f *frame) bytes() []byte    { return append(f.head[:], f.payload...) }
-func (f *frame) padded() bool     { return f.head[4]&0x8 != 0 }
-func (f *frame) endStream() bool  { return f.head[4]&0x1 != 0 }
-func (f *frame) length() uint32   { return uint32(f.head[0])<<16 | uint32(f.head[1])<<8 | uint32(f.head[2]) }
-func (f *frame) setLength(n int)  { f.head[0], f.head[1], f.head[2] = byte(n>>16), byte(n>>8), byte(n) }
+func (f *frame) typ() byte       { return f.head[3] }
+func (f *frame) stream() uint32  { return binary.BigEndian.Uint32(f.head[5:9]) & 0x7fffffff }
+func (f *frame) bytes() []byte   { return append(f.head[:], f.payload...) }
+func (f *frame) padded() bool    { return f.head[4]&0x8 != 0 }
+func (f *frame) endStream() bool { return f.head[4]&0x1 != 0 }
+func (f *frame) length() uint32 {
+	return uint32(f.head[0])<<16 | uint32(f.head[1])<<8 | uint32(f.head[2])
+}
+func (f *frame) setLength(n int) { f.head[0], f.head[1], f.head[2] = byte(n>>16), byte(n>>8), byte(n) }
 func (f *frame) dataBytes() []byte {
 	p := f.payload
 	if f.padded() && len(p) > 0 {
