@@ -2,17 +2,23 @@ package mcpclient_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-confirm/mcp-confirm/internal/testbin"
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 )
 
@@ -117,5 +123,62 @@ func TestRemoteHTTP1ReusedConnClosedNotResent(t *testing.T) {
 	}
 	if out.Kind != mcpclient.DeliveryUnknown || out.Reason != mcpclient.ReasonConnectionLost {
 		t.Fatalf("delivery = %s (%q), %v; want unknown (connection lost)", out.Kind, out.Reason, out.Err)
+	}
+}
+
+// TestBinaryH2GoAwayNotResent runs the built mcp-confirm, `call --url
+// https://…`, through the relay (trusted through SSL_CERT_FILE, as a user's
+// own CA would be) and reads its journal: one attempt, unknown, a connection
+// loss, and the server ran the write once.
+func TestBinaryH2GoAwayNotResent(t *testing.T) {
+	bin := bins.Path(t, "mcp-confirm", testbin.MCPConfirm)
+	srv := newH2WriteServer(t)
+	cert := newTestCert(t)
+	rl := newH2Relay(t, cert, srv, faultGoAway)
+	db := filepath.Join(t.TempDir(), "journal.db")
+	run := func(args ...string) (string, int) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, append([]string{"--db", db, "--json"}, args...)...)
+		cmd.Env = append(os.Environ(), "SSL_CERT_FILE="+cert.file, "SSL_CERT_DIR="+t.TempDir())
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		code := 0
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, stderr.String())
+		}
+		return string(out) + stderr.String(), code
+	}
+	out, code := run("call", "create_order", "--url", rl.url, "--args", `{"item":"book"}`, "--timeout", "20s")
+	if n := srv.executed.Load(); n != 1 {
+		t.Errorf("the server executed the write %d times, want 1 (a resend below the journal)\n%s", n, out)
+	}
+	if _, injected, h2Conns := rl.counts(); !injected || h2Conns == 0 {
+		t.Fatalf("fault injected %v on %d h2 connections: the test did not test\n%s", injected, h2Conns, out)
+	}
+	if code != 3 {
+		t.Errorf("exit %d, want 3 (unknown)\n%s", code, out)
+	}
+	t.Logf("call:\n%s", out)
+	show, code := run("show", "1")
+	if code != 3 && code != 0 {
+		t.Fatalf("show: exit %d\n%s", code, show)
+	}
+	var call struct {
+		State    string            `json:"state"`
+		Reason   string            `json:"reason"`
+		Attempts []json.RawMessage `json:"attempts"`
+	}
+	if err := json.Unmarshal([]byte(show[:strings.LastIndex(show, "}")+1]), &call); err != nil {
+		t.Fatalf("show --json: %v\n%s", err, show)
+	}
+	if call.State != "unknown" || call.Reason != string(mcpclient.ReasonConnectionLost) || len(call.Attempts) != 1 {
+		t.Errorf("journal: state %q, reason %q, %d attempts; want unknown, connection lost, 1\n%s",
+			call.State, call.Reason, len(call.Attempts), show)
 	}
 }
