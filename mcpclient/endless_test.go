@@ -31,7 +31,16 @@ type endlessServer struct {
 // machine: past it the server stops writing (but does not end the body).
 const endlessCap = 64 << 20
 
-func newEndlessServer(t *testing.T, drip bool) *endlessServer {
+// The endless answers: an error status written as fast as the client
+// takes it, or a byte at a time; a 200 event stream whose one line never
+// ends.
+const (
+	endless500  = "500"
+	dripping500 = "drip"
+	endlessLine = "sse-line"
+)
+
+func newEndlessServer(t *testing.T, mode string) *endlessServer {
 	t.Helper()
 	e := &endlessServer{ended: make(chan struct{})}
 	s := server.NewMCPServer("endless", "1.0.0")
@@ -50,10 +59,18 @@ func newEndlessServer(t *testing.T, drip bool) *endlessServer {
 			return
 		}
 		defer close(e.ended)
-		w.Header().Set("Content-Type", "text/plain")
-		w.WriteHeader(http.StatusInternalServerError)
-		rc := http.NewResponseController(w)
+		drip := mode == dripping500
 		chunk := bytes.Repeat([]byte("internal error, and more of it. "), 1024)
+		if mode == endlessLine {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			_, _ = io.WriteString(w, "data: ")
+			chunk = bytes.Repeat([]byte("x"), 32<<10)
+		} else {
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+		rc := http.NewResponseController(w)
 		if drip {
 			chunk = chunk[:1]
 		}
@@ -86,7 +103,7 @@ func newEndlessServer(t *testing.T, drip bool) *endlessServer {
 // status) while the server is still writing, not when its clock fires, and
 // the server gets to write a bounded amount.
 func TestRemoteEndlessErrorBodyBounded(t *testing.T) {
-	e := newEndlessServer(t, false)
+	e := newEndlessServer(t, endless500)
 	r := remoteClient(t, e.url)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -111,7 +128,7 @@ func TestRemoteEndlessErrorBodyBounded(t *testing.T) {
 // TestRemoteDrippingErrorBodyEndsOnClock: a 500 whose body comes a byte at
 // a time, for ever: the call's clock ends the read.
 func TestRemoteDrippingErrorBodyEndsOnClock(t *testing.T) {
-	e := newEndlessServer(t, true)
+	e := newEndlessServer(t, dripping500)
 	r := remoteClient(t, e.url)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -124,5 +141,29 @@ func TestRemoteDrippingErrorBodyEndsOnClock(t *testing.T) {
 	case <-e.ended:
 	case <-ctx.Done():
 		t.Fatal("the server is still writing: the clock did not end the response")
+	}
+}
+
+// TestRemoteEndlessEventLineBounded: a 200 event stream whose one line
+// never ends is cut at the line limit (mcp-go would hold the line whole);
+// the call ends unknown before its clock, the server's writing bounded.
+func TestRemoteEndlessEventLineBounded(t *testing.T) {
+	t.Cleanup(mcpclient.SetLineLimit(1 << 20))
+	e := newEndlessServer(t, endlessLine)
+	r := remoteClient(t, e.url)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out := r.Call(ctx, "create_order", map[string]any{"item": "book"},
+		mcpclient.CallOptions{Key: "key-line", IdleTimeout: 5 * time.Second})
+	if out.Kind != mcpclient.DeliveryUnknown || out.Reason == mcpclient.ReasonIdleTimeout {
+		t.Errorf("delivery = %s (%q), %v; want unknown, before the clock", out.Kind, out.Reason, out.Err)
+	}
+	select {
+	case <-e.ended:
+	case <-ctx.Done():
+		t.Fatal("the server is still writing: the client never ended the stream")
+	}
+	if n := e.written.Load(); n >= 16<<20 {
+		t.Errorf("the server wrote %d bytes of the endless line before the client ended it, want far below 16 MiB", n)
 	}
 }

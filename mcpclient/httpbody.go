@@ -120,13 +120,14 @@ const errorBodyLimit = 64 << 10
 // boundResponse caps resp's body to what mcp-go may need of it: a small
 // prefix for an error status or a content type mcp-go does not read, a
 // line's limit for a JSON answer. An event stream is bounded by time (the
-// call's clocks) and per event (sseTap), not in total.
+// call's clocks) and per line (lineBoundBody), not in total.
 func boundResponse(resp *http.Response, media string) {
 	switch {
 	case resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted:
 		// mcp-go treats every other status as an error.
 		resp.Body = capBody(resp.Body, errorBodyLimit)
 	case media == "text/event-stream":
+		resp.Body = &lineBoundBody{body: resp.Body, max: lineLimit.Load()}
 	case media == "application/json":
 		resp.Body = capBody(resp.Body, lineLimit.Load()+1)
 	default:
@@ -178,3 +179,44 @@ func (c *cappedBody) Close() error {
 	c.closed = true
 	return c.body.Close()
 }
+
+// errLineTooLong ends an event stream with a line longer than the line
+// limit: mcp-go reads a stream line by line (bufio.Reader.ReadString), and
+// would hold a line that never ends whole.
+var errLineTooLong = errors.New("a line of the event stream is longer than the limit; the stream was ended")
+
+// lineBoundBody passes an event stream on until one of its lines runs
+// past max bytes, then ends it (errLineTooLong) and closes it.
+type lineBoundBody struct {
+	body io.ReadCloser
+	max  int64
+	line int64 // bytes since the last newline
+	err  error
+}
+
+func (l *lineBoundBody) Read(p []byte) (int, error) {
+	if l.err != nil {
+		return 0, l.err
+	}
+	n, err := l.body.Read(p)
+	for off := 0; off < n; {
+		seg := bytes.IndexByte(p[off:n], '\n')
+		if seg < 0 {
+			seg = n - off
+		}
+		if l.line+int64(seg) > l.max {
+			// What came before the line passes; the line ends here.
+			l.err = errLineTooLong
+			l.body.Close()
+			return off + int(l.max-l.line), l.err
+		}
+		if off+seg == n {
+			l.line += int64(seg)
+			break
+		}
+		l.line, off = 0, off+seg+1
+	}
+	return n, err
+}
+
+func (l *lineBoundBody) Close() error { return l.body.Close() }
