@@ -1,9 +1,11 @@
 package mcpclient_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -180,5 +182,49 @@ func TestBinaryH2GoAwayNotResent(t *testing.T) {
 	if call.State != "unknown" || call.Reason != string(mcpclient.ReasonConnectionLost) || len(call.Attempts) != 1 {
 		t.Errorf("journal: state %q, reason %q, %d attempts; want unknown, connection lost, 1\n%s",
 			call.State, call.Reason, len(call.Attempts), show)
+	}
+}
+
+// TestRemoteRedirectNotFollowed: a server that runs the write and answers
+// 307 or 308 (which keep the method and body) does not get it sent to the
+// new place: the call is unknown, one execution.
+func TestRemoteRedirectNotFollowed(t *testing.T) {
+	for _, status := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			var executed, redirected atomic.Int64
+			s := server.NewMCPServer("redirects", "1.0.0")
+			s.AddTool(mcp.NewTool("create_order", mcp.WithString("item")),
+				func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					executed.Add(1)
+					return mcp.NewToolResultText("order placed"), nil
+				})
+			h := server.NewStreamableHTTPServer(s)
+			mux := http.NewServeMux()
+			mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				if !bytes.Contains(body, []byte(`"tools/call"`)) {
+					h.ServeHTTP(w, r)
+					return
+				}
+				h.ServeHTTP(httptest.NewRecorder(), r) // run it, drop the answer
+				w.Header().Set("Location", "/elsewhere")
+				w.WriteHeader(status)
+			}))
+			mux.Handle("/elsewhere", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				redirected.Add(1)
+				h.ServeHTTP(w, r)
+			}))
+			ts := httptest.NewServer(mux)
+			t.Cleanup(ts.Close)
+			r := remoteClient(t, ts.URL+"/mcp")
+			out := createOrder(t, r)
+			if n, m := executed.Load(), redirected.Load(); n != 1 || m != 0 {
+				t.Errorf("executed %d times, %d requests followed the redirect; want 1, 0", n, m)
+			}
+			if out.Kind != mcpclient.DeliveryUnknown || out.Reason != mcpclient.ReasonHTTPStatus {
+				t.Errorf("delivery = %s (%q), %v; want unknown (http error status)", out.Kind, out.Reason, out.Err)
+			}
+		})
 	}
 }
