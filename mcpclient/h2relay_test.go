@@ -212,10 +212,10 @@ type frame struct {
 	payload []byte
 }
 
-func (f *frame) typ() byte       { return f.head[3] }
-func (f *frame) stream() uint32  { return binary.BigEndian.Uint32(f.head[5:9]) & 0x7fffffff }
-func (f *frame) bytes() []byte   { return append(f.head[:], f.payload...) }
-func (f *frame) padded() bool    { return f.head[4]&0x8 != 0 }
+func (f *frame) typ() byte      { return f.head[3] }
+func (f *frame) stream() uint32 { return binary.BigEndian.Uint32(f.head[5:9]) & 0x7fffffff }
+func (f *frame) bytes() []byte  { return append(f.head[:], f.payload...) }
+func (f *frame) padded() bool   { return f.head[4]&0x8 != 0 }
 func (f *frame) length() uint32 {
 	return uint32(f.head[0])<<16 | uint32(f.head[1])<<8 | uint32(f.head[2])
 }
