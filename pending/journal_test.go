@@ -493,14 +493,16 @@ func TestResendAfterRefusal(t *testing.T) {
 	}
 	for _, o := range []Outcome{
 		{Event: EventSucceeded},
-		{Event: EventLost, Reason: "timeout"},
+		{Event: EventLost, Result: json.RawMessage(`{"content":[]}`)},
 		{Event: EventFailed, Error: json.RawMessage(`{"code":-32000,"message":"no"}`)},
 	} {
 		if _, err := j.ResendAfterRefusal(ctx, c.ID, 1, o, 2, "why"); err == nil {
 			t.Errorf("outcome %+v: resend allowed, want it refused", o)
 		}
 	}
-	at, err := j.ResendAfterRefusal(ctx, c.ID, 1, Outcome{Event: EventFailed, Reason: "not executed: 404", Session: 1}, 2, "session 1 expired")
+	// The server's 404 is its word, not proof: the attempt ends unknown.
+	const said = "the server answered 404 for the session: it says it did not run this"
+	at, err := j.ResendAfterRefusal(ctx, c.ID, 1, Outcome{Event: EventLost, Reason: said, Session: 1}, 2, "session 1 expired")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,8 +513,8 @@ func TestResendAfterRefusal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.State != StateInFlight || len(got.Attempts) != 2 || got.Attempts[0].Outcome != OutcomeFailed ||
-		got.Attempts[0].Reason != "not executed: 404" || got.Attempts[1].Outcome != OutcomePending || len(got.Decisions) != 0 {
+	if got.State != StateInFlight || len(got.Attempts) != 2 || got.Attempts[0].Outcome != OutcomeUnknown ||
+		got.Attempts[0].Reason != said || got.Attempts[1].Outcome != OutcomePending || len(got.Decisions) != 0 {
 		t.Fatalf("after the resend: %+v", got)
 	}
 	if _, err := j.ResendAfterRefusal(ctx, c.ID, 1, Outcome{Event: EventFailed}, 3, "again"); !errors.Is(err, ErrAttemptEnded) {

@@ -323,19 +323,24 @@ func (j *Journal) RecordOutcome(ctx context.Context, callID int64, n int, o Outc
 	})
 }
 
-// ResendAfterRefusal ends attempt n, which the server refused before
-// running it (over HTTP: it no longer knew the session, SPEC §9), and opens
+// ResendAfterRefusal ends attempt n, which the server said it did not run
+// (over HTTP: 404, it no longer knew the session, SPEC §9), and opens
 // attempt n+1 on session, in one durable commit, before the write is sent
-// once more with the same key. o must be the refusal: EventFailed, with no
-// result or error from the server. The call stays in flight; the resend is
-// an event with why, not an operator's decision.
+// once more with the same key. o must be that refusal: EventLost (the
+// server's word is not proof: the attempt is unknown) or EventFailed, with
+// no result or error from the server. The call stays in flight; the resend
+// is an event with why, not an operator's decision.
 func (j *Journal) ResendAfterRefusal(ctx context.Context, callID int64, n int, o Outcome, session int, why string) (Attempt, error) {
-	if o.Event != EventFailed || len(o.Result) > 0 || len(o.Error) > 0 {
+	if (o.Event != EventLost && o.Event != EventFailed) || len(o.Result) > 0 || len(o.Error) > 0 {
 		return Attempt{}, fmt.Errorf("call %d attempt %d: a resend follows only a refusal the server gave before running the request", callID, n)
+	}
+	outcome, err := o.attemptOutcome()
+	if err != nil {
+		return Attempt{}, err
 	}
 	now := j.now().UTC()
 	ts := formatTime(now)
-	err := j.write(ctx, durable, func(ctx context.Context, c *sql.Conn) error {
+	err = j.write(ctx, durable, func(ctx context.Context, c *sql.Conn) error {
 		state, current, attemptOutcome, err := j.attemptState(ctx, c, callID, n)
 		if err != nil {
 			return err
@@ -345,7 +350,7 @@ func (j *Journal) ResendAfterRefusal(ctx context.Context, callID int64, n int, o
 		}
 		if _, err := j.exec(ctx, c, `UPDATE attempts SET outcome = ?, reason = ?, ended_at = ?, rpc_id = ?,
 			session = CASE WHEN ? = 0 THEN session ELSE ? END WHERE call_id = ? AND n = ?`,
-			OutcomeFailed, o.Reason, ts, o.RPCID, o.Session, o.Session, callID, n); err != nil {
+			outcome, o.Reason, ts, o.RPCID, o.Session, o.Session, callID, n); err != nil {
 			return err
 		}
 		if _, err := j.exec(ctx, c, "INSERT INTO attempts (call_id, n, session, owner, sent_at) VALUES (?, ?, ?, ?, ?)",
