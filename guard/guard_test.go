@@ -1217,7 +1217,8 @@ func TestRetryPastKeyRetention(t *testing.T) {
 func TestReadAfterAnExpiredSessionIsNotBackedOff(t *testing.T) {
 	h := newHarness(t, "")
 	h.g = New(h.j, h.f, Options{Operator: "tester", ReadBudget: 90 * time.Millisecond})
-	expired := mcpclient.Delivery{Kind: mcpclient.DeliveryNotSent, Err: &mcpclient.RefusedError{Status: 404, SessionExpired: true}}
+	expired := mcpclient.Delivery{Kind: mcpclient.DeliveryUnknown, Reason: mcpclient.RefusedReason(404, true),
+		Err: &mcpclient.RefusedError{Status: 404, SessionExpired: true}}
 	h.f.set("get_budget", func(c fakeCall) mcpclient.Delivery {
 		if c.N == 1 {
 			return expired

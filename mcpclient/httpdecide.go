@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 )
 
 // ReasonHTTPStatus: the request left and an HTTP error status came back
@@ -11,32 +13,28 @@ import (
 // may have run it.
 const ReasonHTTPStatus UnknownReason = "http error status"
 
-// ErrAuthorization: the server answered 401; nothing was run.
+// ErrAuthorization: the server wants authorization (it answered 401, or
+// the stored login could not be refreshed).
 var ErrAuthorization = errors.New("authorization needed")
 
-// RefusedError: the server refused the request before running it (SPEC §9,
-// over HTTP): 404 for the session, or 400/401/403/405/406/415 without a
-// JSON-RPC answer. Nothing was executed.
+// RefusedError: after the request was sent, the server (or something in
+// between) answered an HTTP status that, by its own word, means it did not
+// run it (SPEC §9 over HTTP): 404 for the session, or 400/401/403/405/406/
+// 415 without a JSON-RPC answer. Its word is all there is: a server or
+// gateway may run the call and answer 404 all the same (issue 44), so a
+// write so answered is unknown (Delivery.Reason says what the server said),
+// never "not executed".
 type RefusedError struct {
 	Status         int
 	SessionExpired bool // 404 to a request that carried a session id
 }
 
 func (e *RefusedError) Error() string {
-	what := fmt.Sprintf("HTTP %d %s", e.Status, http.StatusText(e.Status))
+	what := fmt.Sprintf("the server answered HTTP %d %s", e.Status, http.StatusText(e.Status))
 	if e.SessionExpired {
-		what += ": the server no longer knows the session"
+		what += " to the session (it says it no longer knows it)"
 	}
-	return "the server refused the request before running it (" + what + ")"
-}
-
-// SessionExpired reports whether the server refused the request unexecuted
-// because it no longer knew the session (HTTP 404 to a request that carried
-// a session id): the request was not run, and the next call goes out on a
-// new session.
-func (d Delivery) SessionExpired() bool {
-	var refused *RefusedError
-	return d.Kind == DeliveryNotSent && errors.As(d.Err, &refused) && refused.SessionExpired
+	return what
 }
 
 // Is makes a 401 errors.Is(err, ErrAuthorization).
@@ -44,8 +42,47 @@ func (e *RefusedError) Is(target error) bool {
 	return target == ErrAuthorization && e.Status == http.StatusUnauthorized
 }
 
-// refusedUnexecuted reports whether status, with no JSON-RPC answer, means
-// the server refused the request before running it.
+// refusedSaid is what every refusal's UnknownReason ends with.
+const refusedSaid = ": it says it did not run this"
+
+// RefusedReason is the UnknownReason of a request the server answered with
+// status, saying it did not run it: "the server answered 404: it says it
+// did not run this". It states what is known (the server's word), not that
+// nothing ran.
+func RefusedReason(status int, sessionExpired bool) UnknownReason {
+	what := strconv.Itoa(status)
+	if sessionExpired {
+		what += " for the session"
+	}
+	return UnknownReason("the server answered " + what + refusedSaid)
+}
+
+// Refused reports whether r is a RefusedReason (detail may follow it).
+func (r UnknownReason) Refused() bool {
+	return strings.HasPrefix(string(r), "the server answered ") && strings.Contains(string(r), refusedSaid)
+}
+
+// Refusal is the HTTP status by which the server said it did not run the
+// request (the outcome is then unknown), or nil.
+func (d Delivery) Refusal() *RefusedError {
+	var refused *RefusedError
+	if d.Kind == DeliveryUnknown && errors.As(d.Err, &refused) {
+		return refused
+	}
+	return nil
+}
+
+// SessionExpired reports whether the server answered 404 to a request that
+// carried a session id, saying it no longer knew the session: the outcome
+// is unknown (the server says it did not run it), and the next call goes
+// out on a new session.
+func (d Delivery) SessionExpired() bool {
+	r := d.Refusal()
+	return r != nil && r.SessionExpired
+}
+
+// refusedUnexecuted reports whether status, with no JSON-RPC answer, is
+// one by which a server says it did not run the request.
 func refusedUnexecuted(status int) bool {
 	switch status {
 	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound,
@@ -55,7 +92,7 @@ func refusedUnexecuted(status int) bool {
 	return false
 }
 
-// decideHTTP is the sent / not executed / unknown truth table of SPEC §9
+// decideHTTP is the not sent / answered / unknown truth table of SPEC §9
 // for one tools/call over HTTP, from what the tap saw (x) and why the call
 // gave up (reason, reasonErr: unknownReason). A pure function; an answer
 // with our id is judged by decide, exactly as on stdio.
@@ -82,8 +119,10 @@ func decideHTTP(x exchange, callErr error, reason UnknownReason, reasonErr error
 		// The server's own answer, whatever the status it came with.
 		return decide(ending{sent: true, resp: &wireResp{line: x.answer}, err: callErr, reason: reason, reasonErr: reasonErr})
 	case refusedUnexecuted(x.status):
-		out.Kind = DeliveryNotSent
-		out.Err = &RefusedError{Status: x.status, SessionExpired: x.status == http.StatusNotFound && x.sessionSent}
+		// The request left; the server says it did not run it. Only its
+		// word: the outcome is unknown, with the word as the reason.
+		refused := &RefusedError{Status: x.status, SessionExpired: x.status == http.StatusNotFound && x.sessionSent}
+		out.Kind, out.Reason, out.Err = DeliveryUnknown, RefusedReason(refused.Status, refused.SessionExpired), refused
 	case reason == ReasonIdleTimeout || reason == ReasonAbsoluteTimeout || reason == ReasonCancelled:
 		// A clock or the caller gave up first: that is the reason.
 		out.Kind, out.Reason, out.Err = DeliveryUnknown, reason, reasonErr

@@ -19,9 +19,13 @@ func TestDecideHTTP(t *testing.T) {
 		{"no connection", exchange{err: dialErr}, ReasonConnectionLost, DeliveryNotSent, ""},
 		{"answer", exchange{connected: true, status: 200, answer: result}, "", DeliveryResult, ""},
 		{"rpc error on a 500", exchange{connected: true, status: 500, answer: rpcErr}, "", DeliveryRPCError, ""},
-		{"401", exchange{connected: true, status: 401}, "", DeliveryNotSent, ""},
-		{"404 with a session", exchange{connected: true, status: 404, sessionSent: true}, "", DeliveryNotSent, ""},
-		{"415", exchange{connected: true, status: 415}, "", DeliveryNotSent, ""},
+		// A status by which the server says it did not run it: its word,
+		// not proof (it may have run it all the same): unknown, saying so.
+		{"401", exchange{connected: true, status: 401}, "", DeliveryUnknown, "the server answered 401: it says it did not run this"},
+		{"404 with a session", exchange{connected: true, status: 404, sessionSent: true}, "", DeliveryUnknown,
+			"the server answered 404 for the session: it says it did not run this"},
+		{"404 without a session", exchange{connected: true, status: 404}, "", DeliveryUnknown, "the server answered 404: it says it did not run this"},
+		{"415", exchange{connected: true, status: 415}, "", DeliveryUnknown, "the server answered 415: it says it did not run this"},
 		{"502", exchange{connected: true, status: 502}, ReasonProtocolError, DeliveryUnknown, ReasonHTTPStatus},
 		{"500 without answer", exchange{connected: true, status: 500}, ReasonProtocolError, DeliveryUnknown, ReasonHTTPStatus},
 		{"429", exchange{connected: true, status: 429}, ReasonProtocolError, DeliveryUnknown, ReasonHTTPStatus},
@@ -42,7 +46,10 @@ func TestDecideHTTP(t *testing.T) {
 	}
 	var refused *RefusedError
 	out := decideHTTP(exchange{connected: true, status: 404, sessionSent: true}, nil, "", nil)
-	if !errors.As(out.Err, &refused) || !refused.SessionExpired {
+	if !errors.As(out.Err, &refused) || !refused.SessionExpired || !out.SessionExpired() || !out.Reason.Refused() {
 		t.Errorf("404 with a session: err = %v, want a RefusedError with SessionExpired", out.Err)
+	}
+	if out := decideHTTP(exchange{connected: true, status: 401}, nil, "", nil); !errors.Is(out.Err, ErrAuthorization) || out.Refusal() == nil {
+		t.Errorf("401: err = %v, want ErrAuthorization and a refusal", out.Err)
 	}
 }

@@ -370,11 +370,12 @@ func (r *Remote) Tools(ctx context.Context) ([]mcp.Tool, error) {
 }
 
 // Call sends one tools/call, once, and reports what is known about it
-// (decideHTTP). It never resends. When the server refused the request
-// because it no longer knows the session (404, Delivery.SessionExpired),
-// the next call starts a new session; a write may then be sent once more
-// with the same key, as its next attempt, which the caller journals first
-// (SPEC §9: guard.Guard does).
+// (decideHTTP). It never resends. When the server answered 404 to the
+// session (Delivery.SessionExpired: it says it no longer knows it, and did
+// not run the request), the next call starts a new session; a write whose
+// tool takes the idempotency key may then be sent once more with the same
+// key, as its next attempt, which the caller journals first (SPEC §9:
+// guard.Guard does).
 func (r *Remote) Call(ctx context.Context, tool string, args map[string]any, o CallOptions) Delivery {
 	if o.KeyArg != "" && o.Key == "" {
 		return Delivery{Kind: DeliveryNotSent, EndedAt: time.Now(),

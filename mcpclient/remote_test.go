@@ -191,7 +191,7 @@ func TestRemoteWriteOutcomes(t *testing.T) {
 				{"", mcpclient.DeliveryResult, "", 1},
 				{"cut", mcpclient.DeliveryUnknown, mcpclient.ReasonConnectionLost, 1},
 				{"502", mcpclient.DeliveryUnknown, mcpclient.ReasonHTTPStatus, 1},
-				{"401", mcpclient.DeliveryNotSent, "", 0},
+				{"401", mcpclient.DeliveryUnknown, mcpclient.RefusedReason(401, false), 0},
 			}
 			for _, tc := range cases {
 				t.Run("fault="+tc.fault, func(t *testing.T) {
@@ -235,10 +235,11 @@ func TestRemoteRPCErrorIsFailed(t *testing.T) {
 	}
 }
 
-// A 404 to a request that carried a session id: the server refused it
-// unexecuted. Call does not resend it (the guard journals the next attempt
-// first): it reports not sent, session expired; the next call goes out on
-// a new session.
+// A 404 to a request that carried a session id: the server says it no
+// longer knows the session and did not run it. Call does not resend it (the
+// guard decides, and journals the next attempt first): it reports unknown
+// with the server's word, session expired; the next call goes out on a new
+// session.
 func TestRemoteExpiredSessionIsNotResent(t *testing.T) {
 	srv := newOrdersServer(t)
 	p := newFaultProxy(t, srv.url, true)
@@ -248,8 +249,8 @@ func TestRemoteExpiredSessionIsNotResent(t *testing.T) {
 	}
 	p.set("404", true)
 	out := createOrder(t, r)
-	if out.Kind != mcpclient.DeliveryNotSent || !out.SessionExpired() || out.Session != 1 {
-		t.Fatalf("delivery = %s, session %d, expired %v, %v; want not sent on session 1, expired", out.Kind, out.Session, out.SessionExpired(), out.Err)
+	if out.Kind != mcpclient.DeliveryUnknown || !out.SessionExpired() || out.Session != 1 || !out.Reason.Refused() {
+		t.Fatalf("delivery = %s (%q), session %d, expired %v, %v; want unknown (refused) on session 1, expired", out.Kind, out.Reason, out.Session, out.SessionExpired(), out.Err)
 	}
 	if got := srv.executed.Load(); got != 0 {
 		t.Errorf("server executed %d orders, want 0", got)
@@ -270,15 +271,15 @@ func TestRemoteExpiredSessionIsNotResent(t *testing.T) {
 }
 
 // On a modern (sessionless) connection a 404 is a refusal too, but there
-// is no session to renew: not sent, and not sent again.
+// is no session to renew: unknown with the server's word, not sent again.
 func TestRemoteNotFoundWithoutSession(t *testing.T) {
 	srv := newOrdersServer(t)
 	p := newFaultProxy(t, srv.url, false)
 	r := remoteClient(t, p.url)
 	p.set("404", true)
 	out := createOrder(t, r)
-	if out.Kind != mcpclient.DeliveryNotSent || out.SessionExpired() {
-		t.Fatalf("delivery = %s, expired %v, %v; want not sent, no session to expire", out.Kind, out.SessionExpired(), out.Err)
+	if out.Kind != mcpclient.DeliveryUnknown || out.SessionExpired() || out.Reason != mcpclient.RefusedReason(404, false) {
+		t.Fatalf("delivery = %s (%q), expired %v, %v; want unknown (refused), no session to expire", out.Kind, out.Reason, out.SessionExpired(), out.Err)
 	}
 	if got := srv.executed.Load(); got != 0 {
 		t.Errorf("server executed %d orders, want 0", got)

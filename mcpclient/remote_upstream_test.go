@@ -292,7 +292,7 @@ func TestRemoteDeclaresAgainAfterExpiry(t *testing.T) {
 	}
 	p.set("404", true)
 	if out := remoteCall(t, r, "ask_sampling"); !out.SessionExpired() {
-		t.Fatalf("delivery %s, %v; want not sent, session expired", out.Kind, out.Err)
+		t.Fatalf("delivery %s, %v; want session expired", out.Kind, out.Err)
 	}
 	out := remoteCall(t, r, "ask_sampling")
 	if text, isErr := toolText(t, out); isErr || !strings.Contains(text, "sampled by the test") || out.Session != 2 {
