@@ -75,7 +75,10 @@ func (g *Guard) Retry(ctx context.Context, id int64, o RetryOptions) (Result, er
 	if err != nil {
 		return Result{}, journalErr(err)
 	}
-	return g.send(ctx, &attempt{call: call, n: at.N, prior: c.State, tool: tool, keyArg: keyArg, args: args, onProgress: o.OnProgress})
+	// resend: a call that already had its one automatic resend after a 404
+	// does not get another on this retry.
+	return g.send(ctx, &attempt{call: call, n: at.N, prior: c.State, resend: autoResent(c), tool: tool, keyArg: keyArg,
+		args: args, onProgress: o.OnProgress})
 }
 
 // checkServer refuses a call made on another server unless overridden:

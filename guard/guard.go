@@ -246,6 +246,11 @@ type Result struct {
 	// ReplayedFrom is the call whose stored outcome answers this one (a
 	// late-settled identical call, see LateSettledError); 0 otherwise.
 	ReplayedFrom int64
+	// Refusal is the HTTP status by which the server said it did not run
+	// the last attempt (over HTTP: a 404 for the session, a 401 wanting a
+	// login...); the call is then unknown, its word being no proof. nil
+	// otherwise.
+	Refusal *mcpclient.RefusedError
 }
 
 // Call runs one guarded call. Reads are sent, retried on timeouts with
@@ -430,7 +435,7 @@ type attempt struct {
 	call       pending.Call
 	n          int
 	prior      pending.State // the call's state before a retry; "" for a new call
-	resend     bool          // this attempt is the once-more send after a refusal (resendRefused)
+	resend     bool          // no automatic resend may follow: this attempt is the call's one (resendRefused), or it had it
 	tool       mcp.Tool
 	keyArg     string
 	args       map[string]any
@@ -453,15 +458,19 @@ type attempt struct {
 // already durable, and records how it ended. It is the only function that
 // sends a write, and it sends each attempt exactly once: transmit hands the
 // request to the session once; record and settle only write the journal and
-// read it. The one further send is SPEC §9's: an attempt the server refused
-// unexecuted because its session had expired is followed, once, by the next
-// attempt on a new session, journaled before it goes (resendRefused).
+// read it. The one further send is SPEC §9's, narrowed: an attempt the
+// server answered 404 for its session (it says it no longer knew it and did
+// not run the request) is followed by the next attempt on a new session,
+// journaled before it goes (resendRefused), only when the tool takes the
+// idempotency key, so that the server deduplicates a second run if its word
+// was wrong; and only once in the call's life. Everywhere else the attempt
+// is unknown and the call waits for the operator.
 func (g *Guard) send(ctx context.Context, a *attempt) (Result, error) {
 	g.transmit(ctx, a)
 	// The outcome is recorded even if the caller's context has ended: the
 	// journal must not keep an attempt open that this process knows ended.
 	rctx := context.WithoutCancel(ctx)
-	if a.out.SessionExpired() && !a.resend && ctx.Err() == nil {
+	if a.out.SessionExpired() && a.keyArg != "" && !a.resend && ctx.Err() == nil {
 		if next := g.resendRefused(rctx, a); next != nil {
 			return g.send(ctx, next)
 		}
@@ -472,21 +481,18 @@ func (g *Guard) send(ctx context.Context, a *attempt) (Result, error) {
 	return g.settle(rctx, a)
 }
 
-// resendRefused journals attempt a as refused (the server had not run it:
-// its session was gone) and opens the next attempt in the same durable
-// commit, which send then makes on a new session with the same key. It
-// returns nil, and the refusal is recorded as a's outcome as any other,
-// when the journal does not take it.
+// resendRefused journals attempt a as unknown with the server's word (404
+// for its session: it says it did not run it) and opens the next attempt
+// in the same durable commit, which send then makes on a new session with
+// the same key: safe because the tool takes the key, so a server whose word
+// was wrong deduplicates the second run. It returns nil, and a's outcome
+// is recorded as any other, when the journal does not take it.
 func (g *Guard) resendRefused(ctx context.Context, a *attempt) *attempt {
-	// The refusal as such: even on a retry of an unknown call, where
-	// transmit keeps the call unknown, this attempt itself did not run.
-	refusal, _ := outcomeOf(a.out)
-	refusal = a.mask.outcome(refusal)
-	refusal.Reason = fmt.Sprintf("not executed: %s; sent once more as attempt %d, on a new session, with the same key",
-		strings.TrimPrefix(refusal.Reason, "not sent: "), a.n+1)
-	refusal.RPCID, refusal.Session = a.outcome.RPCID, a.outcome.Session
-	why := fmt.Sprintf("the server no longer knew session %d (HTTP 404) and did not run attempt %d; sent once more on a new session with the same key",
-		a.out.Session, a.n)
+	refusal := a.outcome
+	refusal.Reason = fmt.Sprintf("%s; sent once more as attempt %d, on a new session, with the same key: %s",
+		refusal.Reason, a.n+1, resendSafe(a.keyArg))
+	why := fmt.Sprintf("the server answered 404 to attempt %d on session %d, saying it no longer knew the session and did not run it; "+
+		"sent once more on a new session with the same key: %s", a.n, a.out.Session, resendSafe(a.keyArg))
 	at, err := g.j.ResendAfterRefusal(ctx, a.call.ID, a.n, refusal, a.out.Session+1, why)
 	if err != nil {
 		return nil
@@ -496,6 +502,25 @@ func (g *Guard) resendRefused(ctx context.Context, a *attempt) *attempt {
 	}
 	return &attempt{call: a.call, n: at.N, prior: a.prior, resend: true, tool: a.tool, keyArg: a.keyArg,
 		args: a.args, onProgress: a.onProgress}
+}
+
+// resendSafe says why a write may be sent once more after a 404 for its
+// session: the server's word that it did not run it is not proof, its key
+// is.
+func resendSafe(keyArg string) string {
+	return "the tool takes the idempotency key, so the server deduplicates a second run (argument " + keyArg + ")"
+}
+
+// autoResent reports whether call c already had its one automatic resend
+// (resendRefused): more attempts than its first and its operators' retries.
+func autoResent(c pending.Call) bool {
+	retries := 0
+	for _, d := range c.Decisions {
+		if d.Action == pending.ActionRetry {
+			retries++
+		}
+	}
+	return len(c.Attempts) > 1+retries
 }
 
 // transmit sends the request, once, and turns what the session saw into
@@ -524,6 +549,9 @@ func (g *Guard) transmit(ctx context.Context, a *attempt) {
 		// "failed" it would claim the server had answered, and it could no
 		// longer be abandoned or marked applied.
 		o.Event, o.Reason = pending.EventLost, o.Reason+"; the earlier attempt's outcome is still unknown"
+	}
+	if a.out.SessionExpired() && a.resend {
+		o.Reason += "; no further resend: the call had its one automatic resend after a 404"
 	}
 	// Where the request went (its first id, and the session it really went
 	// out on) is stored with the outcome, not in a write of its own.
@@ -627,7 +655,8 @@ func (g *Guard) resultOf(ctx context.Context, a *attempt) Result {
 		final.State, _ = pending.Transition(pending.StateInFlight, a.outcome.Event)
 		final.Reason = a.outcome.Reason
 	}
-	res := Result{Call: final, State: final.State, Key: a.call.Key, Result: a.out.ResultJSON, Replayed: a.replayed}
+	res := Result{Call: final, State: final.State, Key: a.call.Key, Result: a.out.ResultJSON, Replayed: a.replayed,
+		Refusal: a.out.Refusal()}
 	if a.out.RPCError != nil {
 		res.Error, _ = json.Marshal(a.out.RPCError)
 	}

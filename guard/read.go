@@ -28,10 +28,11 @@ func (g *Guard) read(ctx context.Context, tool string, req Request) (Result, err
 		var pause time.Duration
 		switch {
 		case i > 0 && out.SessionExpired() && !expiredOnce:
-			// The server forgot the session (HTTP 404) and ran nothing; the
-			// next attempt goes on a new one at once, not after a backoff
-			// meant for a server in trouble. Once: a server that forgets
-			// every session gets the backoff like any other failure.
+			// The server says it forgot the session (HTTP 404); a read is
+			// safe to repeat, and the next attempt goes on a new one at
+			// once, not after a backoff meant for a server in trouble.
+			// Once: a server that forgets every session gets the backoff
+			// like any other failure.
 			expiredOnce = true
 		case i > 0:
 			pause = g.backoff(i)
@@ -72,6 +73,11 @@ func (g *Guard) read(ctx context.Context, tool string, req Request) (Result, err
 		e, _ := json.Marshal(out.RPCError)
 		return Result{State: pending.StateFailed, Error: e}, nil
 	case mcpclient.DeliveryNotSent:
+		return Result{State: pending.StateFailed}, unavailable(out.Err)
+	}
+	if out.Refusal() != nil {
+		// The server said it did not run the read (a 401 wants a login):
+		// an outage to report as such; a read is safe to repeat.
 		return Result{State: pending.StateFailed}, unavailable(out.Err)
 	}
 	e, _ := json.Marshal(map[string]any{"code": 0, "message": "read gave no answer after " + itoa(attempts) + " attempts: " + errText(out.Err)})
