@@ -164,6 +164,10 @@ func (p *Proxy) answer(tool string, res guard.Result, err error) (json.RawMessag
 			}
 			p.log.Warn(msg, "call", res.Call.ID, "tool", tool)
 		}
+		if res.Refusal != nil && errors.Is(res.Refusal, mcpclient.ErrAuthorization) {
+			p.log.Warn("the server answered 401 to a write: answered unknown; run 'mcp-confirm login --url "+p.opts.Server.URL+
+				"' in a terminal (or fix the Authorization header), then decide the call", "call", res.Call.ID, "tool", tool)
+		}
 		return encode(Unknown(res.Call.ID, res.Key, res.Call.Reason))
 	}
 	if len(res.Result) > 0 {
@@ -221,14 +225,18 @@ func toolError(text string) *mcp.CallToolResult {
 // Unknown is the answer to a write whose outcome is unknown (SPEC §5a).
 func Unknown(callID int64, key, reason string) *mcp.CallToolResult {
 	why := "the server did not answer in time"
-	switch mcpclient.UnknownReason(reason) {
-	case mcpclient.ReasonConnectionLost:
+	switch r := mcpclient.UnknownReason(reason); {
+	case r.Refused():
+		// An HTTP status by which the server says it did not run it: its
+		// word, not proof.
+		why = reason + ", but that is only its word"
+	case r == mcpclient.ReasonConnectionLost:
 		why = "the connection to the server was lost"
-	case mcpclient.ReasonCancelled:
+	case r == mcpclient.ReasonCancelled:
 		why = "the call was cancelled after it was sent"
-	case guard.ReasonInProgress:
+	case r == guard.ReasonInProgress:
 		why = "the server reports it is still working on it"
-	case "":
+	case r == "":
 	default:
 		why += " (" + reason + ")"
 	}

@@ -266,7 +266,13 @@ func (m *Model) onCallDone(msg callDoneMsg) tea.Cmd {
 	who := fmt.Sprintf("%s key %s (call %d)", displayName(msg.Tool), keyTail(res.Key), res.Call.ID)
 	switch res.State {
 	case pending.StateUnknown:
-		m.setMessage(fmt.Sprintf("%s: no answer (%s); outcome unknown, NOT resent", who, clean(res.Call.Reason)), false)
+		what := "no answer"
+		if res.Refusal != nil {
+			// The server did answer, with a status by which it says it did
+			// not run it: its word, which the reason quotes, is no proof.
+			what = "only the server's word"
+		}
+		m.setMessage(fmt.Sprintf("%s: %s (%s); outcome unknown, NOT resent", who, what, clean(res.Call.Reason)), false)
 		m.messageWarn = true
 		m.active = screenList
 		cmd := m.list.showCall(pending.StateUnknown, res.Call)

@@ -430,12 +430,18 @@ func exitFor(e *env, g *globalOpts, cmd string, res guard.Result, err error) int
 		var start *mcpclient.StartError
 		switch {
 		case errors.Is(err, mcpclient.ErrAuthorization):
-			hint = fmt.Sprintf("The server wants authorization: run 'mcp-confirm login --url %s', or give --header 'Authorization: Bearer ${TOKEN}' (the token in $TOKEN); nothing was run.",
-				shellQuote(authURL(g, err)))
+			// A refusal came to a request that was sent (a read): the
+			// server's word, not a fact of ours.
+			done := "nothing was sent"
+			if errors.As(err, &refused) {
+				done = "the server says it did not run it"
+			}
+			hint = fmt.Sprintf("The server wants authorization: run 'mcp-confirm login --url %s', or give --header 'Authorization: Bearer ${TOKEN}' (the token in $TOKEN); %s.",
+				shellQuote(authURL(g, err)), done)
 		case errors.Is(err, mcpclient.ErrLoginBusy):
 			hint = "Another mcp-confirm process kept the login locked while refreshing its token: see what it is doing, or try again; nothing was sent."
 		case errors.As(err, &refused):
-			hint = "The server refused the request before running it: check --url and --header; nothing was run."
+			hint = "Check --url and --header; the server says it did not run it."
 		case errors.Is(err, mcpclient.ErrListTimeout):
 			// The message already says nothing was sent.
 			hint = "If the server is only slow to list, raise list_timeout under [defaults] in the policy (--policy)."
@@ -458,6 +464,15 @@ func exitFor(e *env, g *globalOpts, cmd string, res guard.Result, err error) int
 		return exitFailed
 	case pending.StateUnknown, pending.StateInFlight:
 		id := res.Call.ID
+		if res.Refusal != nil && errors.Is(res.Refusal, mcpclient.ErrAuthorization) {
+			// The server answered 401 to a call that was sent: unknown all
+			// the same (it may have run it), but what to do first is to log
+			// in; the exit code is authorization's, as for a 401 at the start.
+			fmt.Fprintf(e.stderr, "mcp-confirm %s: authorization needed: the outcome of call %d is unknown (%s); it was NOT resent.\n"+
+				"Run 'mcp-confirm login --url %s' (or give --header 'Authorization: Bearer ${TOKEN}'), then check it with '%s query %d' and decide: '%s retry %d' (same key), '%s mark %d applied' or '%s abandon %d'.\n",
+				cmd, id, termtext.Line(res.Call.Reason), shellQuote(authURL(g, res.Refusal)), self, id, self, id, self, id, self, id)
+			return exitUnavailable
+		}
 		fmt.Fprintf(e.stderr, "mcp-confirm %s: the outcome of call %d is unknown (%s); it was NOT resent.\n"+
 			"Check it with '%s query %d', then '%s retry %d' (same key), '%s mark %d applied' or '%s abandon %d'.\n",
 			cmd, id, termtext.Line(res.Call.Reason), self, id, self, id, self, id, self, id)
