@@ -221,10 +221,10 @@ func TestHTTPUnauthorized(t *testing.T) {
 	}
 }
 
-// A status that says the request was refused before it ran (403, and a 404
-// with no session to expire) is "not executed": exit 5, nothing unknown,
-// nothing resent, no order. A 503 from in between is not such a status: the
-// request may have gone on, so it is unknown, even though here it did not.
+// A status by which the server says it did not run the request (403, and a
+// 404 with no session to expire) is only its word: the call is unknown,
+// saying what the server said, exit 3, nothing resent (here the gateway did
+// forward nothing: no order). A 503 from in between is unknown too.
 func TestHTTPRefusedBeforeRunning(t *testing.T) {
 	args := `{"item":"widget","quantity":1,"buyer":"bob"}`
 	for _, c := range []struct {
@@ -232,8 +232,8 @@ func TestHTTPRefusedBeforeRunning(t *testing.T) {
 		exit   int
 		state  string
 	}{
-		{http.StatusForbidden, exitUnavailable, "failed"},
-		{http.StatusNotFound, exitUnavailable, "failed"},
+		{http.StatusForbidden, exitUnknown, "unknown"},
+		{http.StatusNotFound, exitUnknown, "unknown"},
 		{http.StatusServiceUnavailable, exitUnknown, "unknown"},
 	} {
 		t.Run(strconv.Itoa(c.status), func(t *testing.T) {
@@ -248,8 +248,9 @@ func TestHTTPRefusedBeforeRunning(t *testing.T) {
 			if len(calls) != 1 || calls[0].State != c.state {
 				t.Fatalf("journal: %+v, want one call, %s", calls, c.state)
 			}
-			if c.state == "failed" && !strings.Contains(calls[0].Reason, "refused the request before running it") {
-				t.Errorf("reason %q does not say the request was refused before it ran", calls[0].Reason)
+			said := "the server answered " + strconv.Itoa(c.status) + ": it says it did not run this"
+			if c.status != http.StatusServiceUnavailable && calls[0].Reason != said {
+				t.Errorf("reason %q, want %q", calls[0].Reason, said)
 			}
 			if got := w.show(calls[0].ID); len(got.Attempts) != 1 {
 				t.Errorf("%d attempts, want 1: never resent", len(got.Attempts))
@@ -311,10 +312,11 @@ func TestHTTPHeaderFromTheEnvironment(t *testing.T) {
 
 // A server that expires each session after a write (--expire-sessions),
 // behind a long-lived proxy: the second create_order goes out on the old
-// session and is refused with 404, unexecuted. It is sent once more, with
-// the same key, on a new session, as its next attempt, journaled before it
-// went: attempt 1 "not executed", attempt 2 succeeded, a resent event, and
-// one order per call on the server.
+// session and is answered 404 (the server says it did not run it). The tool
+// takes the idempotency key, so it is sent once more, with the same key, on
+// a new session, as its next attempt, journaled before it went: attempt 1
+// unknown with what the server said and why the resend was safe, attempt 2
+// succeeded, and one order per call on the server.
 func TestHTTPExpiredSessionSentOnceMoreAsNextAttempt(t *testing.T) {
 	w := newWorld(t, t.TempDir())
 	endpoint := startHTTPDemo(t, w, "--expire-sessions")
@@ -351,8 +353,8 @@ func TestHTTPExpiredSessionSentOnceMoreAsNextAttempt(t *testing.T) {
 		t.Fatalf("the second call has %d attempts, want 2: %+v", len(second.Attempts), second.Attempts)
 	}
 	a1, a2 := second.Attempts[0], second.Attempts[1]
-	if a1.Outcome != "failed" || !strings.Contains(a1.Reason, "not executed") || !strings.Contains(a1.Reason, "404") {
-		t.Errorf("attempt 1: %s %q, want failed, not executed (404)", a1.Outcome, a1.Reason)
+	if a1.Outcome != "unknown" || !strings.Contains(a1.Reason, "the server answered 404 for the session: it says it did not run this") {
+		t.Errorf("attempt 1: %s %q, want unknown, the server's 404", a1.Outcome, a1.Reason)
 	}
 	if a2.Outcome != "succeeded" || a2.Session <= a1.Session {
 		t.Errorf("attempt 2: %s on session %d (attempt 1 on %d), want succeeded on a newer session", a2.Outcome, a2.Session, a1.Session)
@@ -361,7 +363,8 @@ func TestHTTPExpiredSessionSentOnceMoreAsNextAttempt(t *testing.T) {
 		t.Errorf("%d orders on the server, want 2", n)
 	}
 	r := w.run("show", strconv.FormatInt(second.ID, 10))
-	if !strings.Contains(r.stdout, "sent once more as attempt 2, on a new session, with the same key") {
+	if !strings.Contains(r.stdout, "sent once more as attempt 2, on a new session, with the same key: "+
+		"the tool takes the idempotency key, so the server deduplicates a second run") {
 		t.Errorf("show does not say why the write was sent once more:\n%s", r.stdout)
 	}
 }
