@@ -276,15 +276,15 @@ func TestHTTPRunThen404WithKeyResentOnce(t *testing.T) {
 
 // 400 and 401 to a create_order the server ran: one execution, one
 // attempt, the call unknown with what the server said, never "not sent" or
-// "not executed"; a 401 still says to log in, with authorization's exit
-// code, as a 401 at the start does.
+// "not executed"; a 401 still says to log in, and exits 3 as any unknown
+// outcome does (a 401 at the start, with nothing sent, is exit 5).
 func TestHTTPRunThen400Or401IsUnknown(t *testing.T) {
 	for _, c := range []struct {
 		status int
 		exit   int
 	}{
 		{http.StatusBadRequest, exitUnknown},
-		{http.StatusUnauthorized, exitUnavailable},
+		{http.StatusUnauthorized, exitUnknown},
 	} {
 		t.Run(strconv.Itoa(c.status), func(t *testing.T) {
 			w := newWorld(t, t.TempDir())

@@ -467,11 +467,12 @@ func exitFor(e *env, g *globalOpts, cmd string, res guard.Result, err error) int
 		if res.Refusal != nil && errors.Is(res.Refusal, mcpclient.ErrAuthorization) {
 			// The server answered 401 to a call that was sent: unknown all
 			// the same (it may have run it), but what to do first is to log
-			// in; the exit code is authorization's, as for a 401 at the start.
+			// in. The exit code is unknown's: the journal holds a call to
+			// settle, as after any other unknown outcome.
 			fmt.Fprintf(e.stderr, "mcp-confirm %s: authorization needed: the outcome of call %d is unknown (%s); it was NOT resent.\n"+
 				"Run 'mcp-confirm login --url %s' (or give --header 'Authorization: Bearer ${TOKEN}'), then check it with '%s query %d' and decide: '%s retry %d' (same key), '%s mark %d applied' or '%s abandon %d'.\n",
 				cmd, id, termtext.Line(res.Call.Reason), shellQuote(authURL(g, res.Refusal)), self, id, self, id, self, id, self, id)
-			return exitUnavailable
+			return exitUnknown
 		}
 		fmt.Fprintf(e.stderr, "mcp-confirm %s: the outcome of call %d is unknown (%s); it was NOT resent.\n"+
 			"Check it with '%s query %d', then '%s retry %d' (same key), '%s mark %d applied' or '%s abandon %d'.\n",
