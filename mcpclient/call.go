@@ -275,8 +275,10 @@ func unknownReason(err error, parent, callCtx context.Context, isTransport bool)
 	case errorsIsAny(err, transport.ErrTransportClosed) || isTransport:
 		return ReasonConnectionLost, ErrConnectionLost
 	case err == nil:
-		// Answered only after a cancel that left no cause (not expected).
-		return ReasonCancelled, errors.New("answered only after the request was cancelled; it may have taken effect")
+		// The client library has an answer that mcp-confirm did not see as
+		// this request's (not expected: every stream of the request is
+		// watched). Nothing was cancelled, so the reason must not say so.
+		return ReasonProtocolError, errors.New("the client reported an answer that was not seen on the wire; the request was sent and may have taken effect")
 	default:
 		return ReasonProtocolError, fmt.Errorf("no usable answer: %w", err)
 	}
