@@ -26,8 +26,11 @@ import (
 // protocol, in the era the server offers; the tap under it (httpTap) sees
 // what left and what came back. Safe for concurrent use.
 //
-// Not yet: answers that come after a call ended (there is no late result
-// over HTTP: the call's stream is closed when it ends).
+// An answer to a call's request is taken from whichever of its streams it
+// comes on (streams.go): the POST's, or one resumed with Last-Event-ID. A
+// second answer to it reaches Options.OnLateResult as on stdio
+// (LateResult.Second). Not yet: an answer that comes after a call ended
+// unknown (the call's streams are closed when it ends).
 type Remote struct {
 	spec  ServerSpec
 	opts  Options
@@ -48,6 +51,8 @@ type Remote struct {
 	progress map[string]func(Progress) // running calls' progress, by token
 	calls    int                       // Calls running: DeclareCapabilities replaces only an idle session
 	declared *declaration              // what each new session's handshake declares (remote_relay.go); nil: nothing
+
+	lateDone chan struct{} // closed when the late queue's runner has delivered all and returned
 }
 
 // remoteSession is one MCP session over HTTP: one initialize (or discover).
@@ -86,7 +91,7 @@ func NewRemote(spec ServerSpec, opts Options) (*Remote, error) {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	tap := newHTTPTap(http.DefaultTransport.(*http.Transport).Clone())
-	return &Remote{
+	r := &Remote{
 		spec: spec, opts: opts.withDefaults(), tap: tap,
 		// Redirects are not followed: a POST sent on to another place is a
 		// second send the journal never saw (and our headers with it).
@@ -96,7 +101,16 @@ func NewRemote(spec ServerSpec, opts Options) (*Remote, error) {
 		tokenPrefix: "mcp-confirm-" + hex.EncodeToString(b[:]) + "-",
 		startSem:    make(chan struct{}, 1),
 		progress:    map[string]func(Progress){},
-	}, nil
+		lateDone:    make(chan struct{}),
+	}
+	// What a stream carries after its answer goes where a resumed
+	// stream's messages go; second answers to OnLateResult, as on stdio.
+	tap.drained = r.resumedMessage
+	go func() {
+		defer close(r.lateDone)
+		tap.late.run(r.opts.OnLateResult)
+	}()
+	return r, nil
 }
 
 // Start connects and completes the handshake.
@@ -305,6 +319,10 @@ func (r *Remote) Close() error {
 	}
 	r.startSem <- struct{}{}
 	<-r.startSem
+	// Second answers still being read or queued are delivered before
+	// Close returns, as Client's Close waits for OnLateResult.
+	r.tap.close()
+	<-r.lateDone
 	return nil
 }
 
@@ -400,6 +418,9 @@ func (r *Remote) callOnce(ctx context.Context, tool string, args map[string]any,
 	token := string(strconv.AppendUint([]byte(r.tokenPrefix), r.tokenSeq.Add(1), 10))
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	// A stream that mcp-go resumes for this request is opened under this
+	// context: the tap knows it by the token (httpTap.resumeOf).
+	callCtx = withCallToken(callCtx, token)
 
 	clocks := newCallClocks(o, cancel)
 	events := newCallEvents()
@@ -422,7 +443,7 @@ func (r *Remote) callOnce(ctx context.Context, tool string, args map[string]any,
 		events.progress(p)
 	}
 	r.mu.Unlock()
-	r.tap.watch(token)
+	r.tap.watch(token, o.Key, tool, s.n)
 
 	began := time.Now()
 	_, err = s.mc.CallTool(callCtx, toolsCallRequest(tool, args, token, o))
@@ -466,6 +487,8 @@ func (r *Remote) callOnce(ctx context.Context, tool string, args map[string]any,
 	}
 	events.close()
 	<-eventsDone
+	// OnSent has had every id: second answers to them may go out now.
+	r.tap.release(x.call)
 	return out
 }
 

@@ -67,7 +67,7 @@ func (r *Remote) resume(ctx context.Context, x exchange) (exchange, error) {
 			}
 			pause = min(2*pause, resumePauseMax)
 		}
-		got := exchange{id: x.id}
+		got := exchange{id: x.id, call: x.call}
 		err := r.resumeOnce(ctx, x.header, last, &got)
 		if got.answer != nil {
 			x.answer, x.resumed = got.answer, true
@@ -96,7 +96,10 @@ func (r *Remote) resumeOnce(ctx context.Context, header http.Header, lastEventID
 	// reliably end a Read in progress).
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.spec.URL, nil)
+	// The stream outlives ctx once its answer is in: the tap reads it on
+	// for a second answer (httpTap.drain).
+	hold := holdStream(ctx)
+	req, err := http.NewRequestWithContext(hold.ctx, http.MethodGet, r.spec.URL, nil)
 	if err != nil {
 		return err
 	}
@@ -115,21 +118,28 @@ func (r *Remote) resumeOnce(ctx context.Context, header http.Header, lastEventID
 	defer timer.Stop()
 	resp, err := r.httpc.Do(req)
 	if quiet.Load() {
+		if err == nil {
+			resp.Body.Close()
+		}
+		hold.release()
 		return errResumeQuiet
 	}
 	if err != nil {
+		hold.release()
 		return fmt.Errorf("resume the stream: %w", err)
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		hold.release()
 		return &RefusedError{Status: resp.StatusCode}
 	}
-	sse := &sseTap{t: r.tap, x: got, body: resp.Body, onEvent: func(id string, data []byte) {
+	sse := &sseTap{t: r.tap, x: got, body: resp.Body, hold: hold, resumed: true, onEvent: func(id string, data []byte) {
 		if id != "" {
 			timer.Reset(resumeQuiet)
 		}
 		r.resumedMessage(data)
 	}}
+	defer sse.Close()
 	buf := make([]byte, 32<<10)
 	for {
 		_, err := sse.Read(buf)
