@@ -95,7 +95,7 @@ func NewRemote(spec ServerSpec, opts Options) (*Remote, error) {
 		spec: spec, opts: opts.withDefaults(), tap: tap,
 		// Redirects are not followed: a POST sent on to another place is a
 		// second send the journal never saw (and our headers with it).
-		httpc: &http.Client{Transport: tap, CheckRedirect: func(*http.Request, []*http.Request) error {
+		httpc: &http.Client{Transport: discoverCheck{tap}, CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		}},
 		tokenPrefix: "mcp-confirm-" + hex.EncodeToString(b[:]) + "-",

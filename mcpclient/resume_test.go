@@ -15,11 +15,23 @@ import (
 // POST's stream after an event with an id and no answer, and sends the
 // answer on the GET that resumes the stream with Last-Event-ID (mcp-go's
 // own reconnect). The answer is the call's, recovered by resuming, not
-// resent: one execution, one POST, and never "cancelled".
+// resent: one execution, one POST, and never "cancelled". Also when the
+// server answers server/discover with an empty result (as the conformance
+// suite's sse-retry server does): it offers no 2026-07-28 version, so the
+// client shakes hands the 2025 way, where streams are resumed.
 func TestRemotePollingAnswerIsTheCalls(t *testing.T) {
-	srv := hostilehttp.Start(t, hostilehttp.Poll)
+	for _, mode := range []string{hostilehttp.Poll, hostilehttp.PollEmptyDiscover} {
+		t.Run(mode, func(t *testing.T) { testPollingAnswer(t, mode) })
+	}
+}
+
+func testPollingAnswer(t *testing.T, mode string) {
+	srv := hostilehttp.Start(t, mode)
 	r := remoteClient(t, srv.URL)
 	out := createOrder(t, r)
+	if p := r.ServerInfo().Protocol; p != "2025-11-25" {
+		t.Errorf("protocol %q, want 2025-11-25 (the server offers no other)", p)
+	}
 	if out.Kind != mcpclient.DeliveryResult {
 		t.Fatalf("outcome %s (reason %q, err %v), want the server's answer", out.Kind, out.Reason, out.Err)
 	}

@@ -24,6 +24,10 @@ const (
 	// field, and no data, and ends; the answer is sent on the GET that
 	// resumes it with that Last-Event-ID (SEP-1699).
 	Poll = "poll"
+	// PollEmptyDiscover: as Poll, and server/discover is answered with an
+	// empty result, as the MCP conformance suite's sse-retry server does
+	// (it offers no 2026-07-28 version: this is a 2025 server).
+	PollEmptyDiscover = "poll-empty-discover"
 	// Twice: the stream carries the answer (success), then a second answer
 	// with the same id saying isError true, in one write.
 	Twice = "twice"
@@ -82,6 +86,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch m.Method {
+	case "server/discover":
+		if s.mode == PollEmptyDiscover {
+			reply(w, m.ID, `{}`)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, m.ID)
 	case "initialize":
 		w.Header().Set("Mcp-Session-Id", "hostile-session")
 		reply(w, m.ID, `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"hostile","version":"1"}}`)
@@ -120,7 +131,7 @@ func (s *Server) call(w http.ResponseWriter, id json.RawMessage) {
 		}
 	}
 	switch s.mode {
-	case Poll:
+	case Poll, PollEmptyDiscover:
 		ev := fmt.Sprintf("poll-%d", n)
 		s.mu.Lock()
 		s.pending[ev] = answer(id, n, false)
