@@ -1,7 +1,9 @@
 // Package npmfixture installs the pinned MCP servers from npm that tests run
 // against: the TypeScript SDK's own servers are what most hosts meet in the
 // field, and they speak the legacy (2025-11-25) protocol era, which an mcp-go
-// fixture cannot stand in for.
+// fixture cannot stand in for. It also installs the MCP conformance suite
+// (@modelcontextprotocol/conformance), whose client scenarios run the
+// built binary against the suite's own test servers.
 //
 // The versions are pinned by the package.json and package-lock.json committed
 // beside this file; node_modules is installed next to them on first use and
