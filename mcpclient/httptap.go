@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"sync"
+	"sync/atomic"
 )
 
 // httpTap is the http.RoundTripper under mcp-go's Streamable HTTP client.
@@ -258,12 +259,13 @@ type sseTap struct {
 	onEvent func(id string, data []byte)
 	idSet   bool // the event being read has an id field of its own
 	// handed: the answer has passed, and the rest of the stream is read by
-	// drain, which closes it.
-	handed bool
+	// drain, which closes it. Atomic: mcp-go may Close the stream from
+	// another goroutine while a Read is in progress.
+	handed atomic.Bool
 }
 
 func (s *sseTap) Read(p []byte) (int, error) {
-	if s.handed {
+	if s.handed.Load() {
 		return 0, io.EOF
 	}
 	n, err := s.body.Read(p)
@@ -274,7 +276,7 @@ func (s *sseTap) Read(p []byte) (int, error) {
 		s.t.mu.Unlock()
 	}
 	if cut >= 0 {
-		s.handed = true
+		s.handed.Store(true)
 		s.t.drain(s, err != nil)
 		return cut, nil
 	}
@@ -283,7 +285,7 @@ func (s *sseTap) Read(p []byte) (int, error) {
 
 // Close closes the stream, unless the tap reads it on after the answer.
 func (s *sseTap) Close() error {
-	if s.handed {
+	if s.handed.Load() {
 		return nil
 	}
 	s.hold.release()
