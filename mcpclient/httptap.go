@@ -262,6 +262,7 @@ type sseTap struct {
 	// drain, which closes it. Atomic: mcp-go may Close the stream from
 	// another goroutine while a Read is in progress.
 	handed atomic.Bool
+	past   bool // the answer's event has been dispatched
 }
 
 func (s *sseTap) Read(p []byte) (int, error) {
@@ -341,10 +342,16 @@ func (s *sseTap) line(l []byte) (answer bool) {
 			answer = s.t.noteEvent(s.x, data, event, s.resumed)
 		}
 		s.t.mu.Unlock()
-		if s.onEvent != nil && !s.over && (s.idSet || len(data) > 0) {
+		switch {
+		case s.over || !s.idSet && len(data) == 0:
 			// A blank line after only comments (a keep-alive) is no event.
+		case s.onEvent != nil:
 			s.onEvent(event, data)
+		case s.past && s.t.drained != nil:
+			// After the answer: mcp-go no longer sees the stream.
+			s.t.drained(data)
 		}
+		s.past = s.past || answer
 		s.idSet = false
 		s.data.Reset()
 		s.over = false

@@ -137,7 +137,7 @@ func (r *releaseOnClose) Close() error {
 // drain reads s on after its answer, in the background, until it ends,
 // drainFor passes, or the tap closes; then closes it. ended: the stream
 // already ended in the read that brought the answer. Messages other than
-// responses go where a resumed stream's go (drained).
+// responses go where a resumed stream's go (drained, from sseTap.line).
 func (t *httpTap) drain(s *sseTap, ended bool) {
 	t.mu.Lock()
 	closing := t.quit.Err() != nil
@@ -151,9 +151,6 @@ func (t *httpTap) drain(s *sseTap, ended bool) {
 		s.hold.release()
 		_ = s.body.Close()
 		return
-	}
-	if s.onEvent == nil && t.drained != nil {
-		s.onEvent = func(_ string, data []byte) { t.drained(data) }
 	}
 	stopQuit := context.AfterFunc(t.quit, s.hold.cancel)
 	timer := time.AfterFunc(drainFor, s.hold.cancel)
