@@ -36,7 +36,7 @@ type sentOnce struct {
 	mu      sync.Mutex // guards following
 	current *onceBody  // the one body that may be read
 	touched bool       // a Read was made: bytes of the body may have left
-	sealed  bool       // the call was decided (seal): nothing more may leave
+	sealed  bool       // the call was decided (seal): no body is handed out again
 }
 
 func newSentOnce(data []byte) *sentOnce { return &sentOnce{data: data} }
@@ -53,9 +53,9 @@ func (s *sentOnce) body() (io.ReadCloser, error) {
 	return b, nil
 }
 
-// seal stops every body of s from being read from now on, and reports
-// whether one ever was: false means not one byte of the request's body
-// can have left.
+// seal stops s from handing out its body again, and an untouched body
+// from being read from now on; it reports whether one ever was read:
+// false means not one byte of the request's body can have left.
 func (s *sentOnce) seal() (touched bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -73,7 +73,12 @@ func (b *onceBody) Read(p []byte) (int, error) {
 	s := b.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.current != b || s.sealed {
+	// Sealed untouched, the call was decided "not sent": not one byte may
+	// leave after that. Sealed once touched, the call was decided sent, and
+	// the HTTP client may still be finishing this body's write (it reads on
+	// to EOF): failing that read would make it close a connection whose
+	// stream the tap still reads for second answers (streams.go).
+	if s.current != b || (s.sealed && !s.touched) {
 		return 0, errBodySuperseded
 	}
 	if b.closed {

@@ -50,6 +50,29 @@ func TestSentOnceSealStopsReads(t *testing.T) {
 	}
 }
 
+// A body the HTTP client began to read before the call was decided is
+// read on to its end after the seal (net/http reads a body to EOF after
+// the response may already be in; an error there would close a connection
+// whose stream is still read), but is never handed out again.
+func TestSentOnceSealLetsAStartedWriteFinish(t *testing.T) {
+	req, _ := http.NewRequest(http.MethodPost, "http://example.invalid/mcp", strings.NewReader(`{"a":1}`))
+	out, s, _ := sendOnce(req)
+	first := make([]byte, 3)
+	if _, err := out.Body.Read(first); err != nil {
+		t.Fatal(err)
+	}
+	if !s.seal() {
+		t.Fatalf("seal says a body read from was never read")
+	}
+	rest, err := io.ReadAll(out.Body)
+	if err != nil || string(first)+string(rest) != `{"a":1}` {
+		t.Errorf("after the seal the started body read %q, %v; want the rest of it", rest, err)
+	}
+	if _, err := out.GetBody(); err == nil {
+		t.Errorf("a sealed body was handed out again")
+	}
+}
+
 // A connection made but a body never read is not sent; a resend refused
 // after a reset is unknown, connection lost.
 func TestDecideHTTPBodyUnreadAndResendRefused(t *testing.T) {

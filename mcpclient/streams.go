@@ -115,6 +115,7 @@ func (t *httpTap) roundTripResumed(req *http.Request, x *exchange) (*http.Respon
 		return nil, err
 	}
 	media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	boundResponse(resp, media) // bounded as every other response (httpbody.go)
 	if resp.StatusCode != http.StatusOK || media != "text/event-stream" {
 		// Refused: mcp-go gives up, and so does the call.
 		resp.Body = &releaseOnClose{ReadCloser: resp.Body, hold: hold}
