@@ -74,7 +74,7 @@ func (g *Guard) Compensate(ctx context.Context, id int64, o CompensateOptions) (
 		// bad input, the journal unavailable): nothing was sent. The log
 		// says so beside the decision, so that it does not read as done.
 		_ = g.j.Decide(context.WithoutCancel(ctx), id, pending.DecisionInput{Action: pending.ActionNote, Operator: g.opts.Operator,
-			Note: "the compensation was not made, nothing was sent: " + err.Error()})
+			Note: "the compensation was not made, nothing was sent: " + mcpclient.MaskURLsIn(err.Error())})
 	}
 	return res, err
 }

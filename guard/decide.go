@@ -100,7 +100,7 @@ func (g *Guard) checkServer(c pending.Call, anyServer bool) (json.RawMessage, er
 	}
 	ev := map[string]any{"any_server": true, "recorded_server": c.Server, "server": now}
 	if !sameIdentity {
-		ev["recorded_identity"], ev["identity"] = recorded, g.opts.Server
+		ev["recorded_identity"], ev["identity"] = recorded.masked(), g.opts.Server.masked()
 	}
 	return json.Marshal(ev)
 }

@@ -777,7 +777,7 @@ func answerOutcome(out mcpclient.Delivery) (o pending.Outcome, replayed bool) {
 		reason += ": " + string(cause)
 	}
 	if out.Why != "" {
-		reason += ": " + out.Why
+		reason += ": " + mcpclient.MaskURLsIn(out.Why)
 	}
 	return pending.Outcome{Event: pending.EventLost, Reason: reason, Clock: clock}, false
 }
@@ -794,11 +794,13 @@ func (c CancelCause) Error() string { return string(c) }
 // The other reasons are mcpclient's, recorded as they are.
 const ReasonInProgress mcpclient.UnknownReason = "server reports in progress"
 
+// errText is err as the journal keeps it: a URL it quotes (Go's HTTP
+// errors do) masked, since its query may hold a key.
 func errText(err error) string {
 	if err == nil {
 		return "no reason given"
 	}
-	return err.Error()
+	return mcpclient.MaskURLsIn(err.Error())
 }
 
 // signals are the idempotency facts a server may put in a result (SPEC §3).

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 	"github.com/mcp-confirm/mcp-confirm/pending"
 	"github.com/mcp-confirm/mcp-confirm/termtext"
 )
@@ -82,7 +83,7 @@ func (g *Guard) ReconcileQuery(ctx context.Context, c pending.Call) *Answer {
 	case errors.As(err, &noQuery):
 		return &Answer{out: Reconciled{Call: c, Finding: FindingNoQuery, Evidence: "no query_tool for " + termtext.Name(c.Tool) + " in the policy"}}
 	case err != nil:
-		return &Answer{out: Reconciled{Call: c, Finding: FindingQueryFailed, Err: err, Evidence: oneLineText(err.Error())}}
+		return &Answer{out: Reconciled{Call: c, Finding: FindingQueryFailed, Err: err, Evidence: oneLineText(mcpclient.MaskURLsIn(err.Error()))}}
 	}
 	return &Answer{g: g, answer: a}
 }
@@ -98,7 +99,7 @@ func (a *Answer) Keep(ctx context.Context, o ReconcileOptions) Reconciled {
 	g, c := a.g, a.answer.c
 	res, evidence, err := g.keepQuery(ctx, a.answer)
 	if err != nil {
-		a.out = Reconciled{Call: c, Finding: FindingQueryFailed, Err: err, Evidence: oneLineText(err.Error())}
+		a.out = Reconciled{Call: c, Finding: FindingQueryFailed, Err: err, Evidence: oneLineText(mcpclient.MaskURLsIn(err.Error()))}
 		return a.out
 	}
 	out := Reconciled{Call: res.Call, Evidence: EvidenceSummary(res)}
