@@ -39,7 +39,11 @@ type globalOpts struct {
 	json    bool
 	config  string
 	server  string
-	url     string   // a remote server over Streamable HTTP
+	url     string // a remote server over Streamable HTTP
+	// --url-env NAME: the URL is NAME's value in the environment (init
+	// writes it so for a URL with a key in it, which the command line
+	// would show to every local user through ps).
+	urlEnv  string
 	headers []string // --header 'Name: value', for --url
 	// --header-env NAME: the header line "Name: value" is NAME's value in
 	// the environment (init writes these, so that a token in a host's
@@ -70,7 +74,7 @@ func (c *cli) addConsoleFlags(cmd *cobra.Command) {
 var (
 	journalOnly = []string{"db"}
 	journalJSON = []string{"db", "json"}
-	withServer  = []string{"db", "json", "policy", "timeout", "config", "server", "url", "header", "header-env"}
+	withServer  = []string{"db", "json", "policy", "timeout", "config", "server", "url", "url-env", "header", "header-env"}
 )
 
 const annotationGlobals = "mcp-confirm/globals"
@@ -130,6 +134,7 @@ or journal is given, else over the server after -- (or --config/--server).`,
 	pf.StringVar(&c.g.config, "config", "", "host config file with mcpServers/servers (Claude, VS Code, Cursor)")
 	pf.StringVar(&c.g.server, "server", "", "which server in --config")
 	pf.StringVar(&c.g.url, "url", "", "a remote MCP server's Streamable HTTP endpoint (https://host/mcp)")
+	pf.StringVar(&c.g.urlEnv, "url-env", "", "--url from an environment variable (for a URL with a key in it: off the command line)")
 	pf.StringArrayVar(&c.g.headers, "header", nil, "HTTP header for --url, 'Name: value'; ${VAR} is read from the environment (repeatable)")
 	pf.StringArrayVar(&c.g.headerEnv, "header-env", nil, "HTTP header for --url from an environment variable holding 'Name: value' (repeatable)")
 	root.RegisterFlagCompletionFunc("server", c.completeServers)
@@ -230,6 +235,16 @@ func (c *cli) checkGlobals(cmd *cobra.Command, _ []string) error {
 	})
 	if err != nil {
 		return err
+	}
+	if c.g.urlEnv != "" {
+		if c.g.url != "" {
+			return &usageError{cmd: cmd, err: errors.New("--url and --url-env both name the server; give one")}
+		}
+		v := c.env.getenv(c.g.urlEnv)
+		if v == "" {
+			return &usageError{cmd: cmd, err: fmt.Errorf("--url-env %s: %s is not set in the environment (or is empty)", c.g.urlEnv, c.g.urlEnv)}
+		}
+		c.g.url = v
 	}
 	if f := cmd.Flags().Lookup("timeout"); f != nil && f.Changed && c.g.timeout <= 0 {
 		return &usageError{cmd: cmd, err: fmt.Errorf("--timeout must be more than 0 (got %s): a write needs a clock to become unknown; give e.g. 30s", f.Value)}

@@ -50,7 +50,7 @@ func runExport(ctx context.Context, e *env, g *globalOpts, format, sinceArg stri
 	defer j.Close()
 	if format == "jsonl" {
 		enc := json.NewEncoder(inertJSON{e.stdout})
-		err = j.Export(ctx, since, func(c pending.Call) error { return enc.Encode(c) })
+		err = j.Export(ctx, since, func(c pending.Call) error { return enc.Encode(shownCall(c)) })
 	} else {
 		err = exportCSV(ctx, e, j, since)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcp-confirm/mcp-confirm/guard"
 	"github.com/mcp-confirm/mcp-confirm/pending"
 	"github.com/mcp-confirm/mcp-confirm/termtext"
 	"github.com/mcp-confirm/mcp-confirm/timetext"
@@ -72,6 +73,9 @@ func runList(ctx context.Context, e *env, g *globalOpts, fl listFlags, pos []str
 		if calls == nil {
 			calls = []pending.Call{}
 		}
+		for i := range calls {
+			calls[i] = shownCall(calls[i])
+		}
 		return writeJSON(e, calls)
 	}
 	if len(calls) == 0 {
@@ -98,6 +102,13 @@ func stateNames() string {
 		names[i] = string(s)
 	}
 	return strings.Join(names, ", ")
+}
+
+// shownCall is c as it may be printed: a server URL an older mcp-confirm
+// journaled with its key in it is masked (guard.MaskedIdentityJSON).
+func shownCall(c pending.Call) pending.Call {
+	c.ServerIdentity = guard.MaskedIdentityJSON(c.ServerIdentity)
+	return c
 }
 
 // keyTail is the end of a key: what an operator reads aloud ("…7Q2M").

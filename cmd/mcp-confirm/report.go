@@ -69,6 +69,9 @@ func runReport(ctx context.Context, e *env, g *globalOpts, format, sinceArg stri
 	if rep.Rows == nil {
 		rep.Rows = []pending.ReportRow{}
 	}
+	for i := range rep.Rows {
+		rep.Rows[i].ServerIdentity = guard.MaskedIdentityJSON(rep.Rows[i].ServerIdentity)
+	}
 	switch format {
 	case "json":
 		return writeJSON(e, rep)

@@ -51,7 +51,7 @@ func serverSpec(e *env, g *globalOpts, demoDB string) (serverChoice, error) {
 		if err := checkURL(g.url); err != nil {
 			return serverChoice{}, err
 		}
-		return serverChoice{spec: mcpclient.ServerSpec{URL: g.url}, identity: guard.ServerIdentity{URL: g.url}, given: true}, nil
+		return serverChoice{spec: mcpclient.ServerSpec{URL: g.url}, identity: guard.RemoteIdentity(g.url), given: true}, nil
 	case len(e.serverCmd) > 0:
 		dir, _ := os.Getwd()
 		spec := mcpclient.ServerSpec{Command: e.serverCmd[0], Args: e.serverCmd[1:]}
@@ -116,6 +116,13 @@ func callServer(c pending.Call) (serverChoice, error) {
 			return serverChoice{}, fmt.Errorf("call %d was made on %s, which cannot be read now: %w", c.ID, id, err)
 		}
 		return serverChoice{spec: spec, identity: id}, nil
+	}
+	if id.HidesURL() {
+		// Its key was masked when it was journaled: the URL can no longer
+		// be connected to, and must be given again (it is checked against
+		// the recorded fingerprint before anything is sent).
+		return serverChoice{}, fmt.Errorf("call %d was made on %s, whose key the journal does not keep; "+
+			"give its URL again with --url (or --url-env NAME)", c.ID, id)
 	}
 	if id.URL != "" {
 		return serverChoice{spec: mcpclient.ServerSpec{URL: id.URL}, identity: id}, nil
@@ -376,7 +383,7 @@ func ownServer(ctx context.Context, j *pending.Journal, id int64) (serverChoice,
 func exitFor(e *env, g *globalOpts, cmd string, res guard.Result, err error) int {
 	self := g.self()
 	if err != nil {
-		msg := termtext.Strip(err.Error()) + cliHint(err) // it may quote the server's own error text
+		msg := termtext.Strip(mcpclient.MaskURLsIn(err.Error())) + cliHint(err) // it may quote the server's own error text
 		var held *guard.HeldError
 		var late *guard.LateSettledError
 		var pendingKey *guard.KeyPendingError
@@ -448,11 +455,11 @@ func exitFor(e *env, g *globalOpts, cmd string, res guard.Result, err error) int
 		case errors.As(err, &unreached):
 			// The URL of the error, not --url: 'retry ID' reaches the call's
 			// recorded endpoint without one.
-			hint = "Check that the server is up and reachable at " + unreached.URL + "; nothing was sent."
+			hint = "Check that the server is up and reachable at " + mcpclient.MaskURL(unreached.URL) + "; nothing was sent."
 		case strings.Contains(msg, "journal"):
 			hint = "Check the journal file (disk space, permissions, --db); nothing was sent."
 		case errors.As(err, &start) && (strings.HasPrefix(start.Server, "http://") || strings.HasPrefix(start.Server, "https://")):
-			hint = "Check the server at " + start.Server + " (its logs, --url, --header); nothing was sent."
+			hint = "Check the server at " + mcpclient.MaskURL(start.Server) + " (its logs, --url, --header); nothing was sent."
 		}
 		fmt.Fprintf(e.stderr, "mcp-confirm %s: %s\n%s\n", cmd, oneLine(trimClass(msg)), hint)
 		return exitUnavailable
@@ -535,7 +542,7 @@ func authURL(g *globalOpts, err error) string {
 		return start.Server
 	}
 	if g.url != "" {
-		return g.url
+		return mcpclient.MaskURL(g.url) // printed: its key stays out of logs
 	}
 	return "URL"
 }

@@ -57,7 +57,7 @@ func runShow(ctx context.Context, e *env, g *globalOpts, pos []string) int {
 		return exitUnavailable
 	}
 	if g.json {
-		return writeJSON(e, c)
+		return writeJSON(e, shownCall(c))
 	}
 	printCall(e.stdout, c, policy, time.Now())
 	return exitOK
