@@ -190,6 +190,10 @@ func classify(mem *hujson.ObjectMember, host string, w Wrap, disabled []string) 
 		e.Action, e.Reason = AlreadyWrapped, ReasonWrapped
 		e.Journal, e.Policy = flagValue(args, "--db"), flagValue(args, "--policy")
 		e.URL = flagValue(args, "--url")
+		if n := flagValue(args, "--url-env"); e.URL == "" && n != "" {
+			env, _ := entry.object("env")
+			e.URL, _ = env.str(n)
+		}
 	case entry.isTrue("disabled") || slices.Contains(disabled, e.Name):
 		e.Action, e.Reason = Disabled, ReasonDisabled
 	case slices.Contains(w.Exclude, e.Name):
@@ -398,11 +402,19 @@ func insertArgs(o *hujson.Object, cmdMember *hujson.ObjectMember, front []hujson
 // entry's headers move to; the proxy reads each with --header-env.
 const HeaderEnvPrefix = "MCP_CONFIRM_HEADER_"
 
+// URLEnvName is the env variable a wrapped url entry's URL moves to when
+// it may hold a key; the proxy reads it with --url-env.
+const URLEnvName = "MCP_CONFIRM_URL"
+
 // wrapRemote makes a url entry start proxy --url: the member at urlKey
 // becomes "command" (the mcp-confirm binary) followed by args (the proxy's
 // flags, --url with the URL's literal as written, and a --header-env for
 // each header); each header moves into env as NAME = "Header: value", so
 // a token stays out of the command line; a type member becomes "stdio".
+// A URL that may hold a key (a query, a user name or password, a
+// fragment: ?api_key=..., as several hosted servers take theirs) moves
+// into env too, read with --url-env: the command line of a process is
+// readable by every local user (ps), its environment is not.
 // The host expands its own variables (${VAR}, ${env:VAR}, ${input:id}) in
 // args and env as it did in url and headers.
 func wrapRemote(o *hujson.Object, w Wrap, urlKey string) {
@@ -411,8 +423,12 @@ func wrapRemote(o *hujson.Object, w Wrap, urlKey string) {
 	if hm := entry.member("headers"); hm != nil {
 		envNames = headersToEnv(o, hm)
 	}
+	oldURL := entry.member(urlKey).Value.Value
+	urlEnv := ""
+	if lit, ok := literalString(oldURL); ok && urlMayHoldKey(lit) {
+		urlEnv = addEnv(o, URLEnvName, oldURL) // before urlMember: it may move o.Members
+	}
 	urlMember := entry.member(urlKey)
-	oldURL := urlMember.Value.Value
 	urlMember.Name.Value = hujson.String("command")
 	urlMember.Value.Value = hujson.String(w.Self)
 
@@ -420,7 +436,11 @@ func wrapRemote(o *hujson.Object, w Wrap, urlKey string) {
 	for _, a := range w.proxyFlags() {
 		front = append(front, hujson.Value{Value: hujson.String(a)})
 	}
-	front = append(front, hujson.Value{Value: hujson.String("--url")}, hujson.Value{Value: oldURL})
+	if urlEnv != "" {
+		front = append(front, hujson.Value{Value: hujson.String("--url-env")}, hujson.Value{Value: hujson.String(urlEnv)})
+	} else {
+		front = append(front, hujson.Value{Value: hujson.String("--url")}, hujson.Value{Value: oldURL})
+	}
 	for _, n := range envNames {
 		front = append(front, hujson.Value{Value: hujson.String("--header-env")}, hujson.Value{Value: hujson.String(n)})
 	}
@@ -428,6 +448,52 @@ func wrapRemote(o *hujson.Object, w Wrap, urlKey string) {
 	if t := entry.member("type"); t != nil {
 		t.Value.Value = hujson.String("stdio")
 	}
+}
+
+// urlMayHoldKey: u has a part that may be a credential: a query, a
+// userinfo or a fragment, whatever they hold (it may be a host variable,
+// ${KEY}, expanded only when the host starts the proxy). It is read off
+// the characters that start them, since a URL written with the host's
+// variables (${BASE:-https://h}/mcp) need not parse as one.
+func urlMayHoldKey(u string) bool { return strings.ContainsAny(u, "?#@") }
+
+// addEnv adds name (made unique among env's members) = value to the
+// entry's env object, made after its last member if it has none, and
+// returns the name given.
+func addEnv(o *hujson.Object, name string, value hujson.ValueTrimmed) string {
+	env, ok := jsonObject{o}.object("env")
+	if !ok {
+		env = jsonObject{&hujson.Object{}}
+		appendMember(o, hujson.ObjectMember{Name: hujson.Value{Value: hujson.String("env")}, Value: hujson.Value{Value: env.o}})
+	}
+	taken := map[string]bool{}
+	for _, m := range env.o.Members {
+		taken[memberName(m)] = true
+	}
+	n := name
+	for k := 2; taken[n]; k++ {
+		n = fmt.Sprintf("%s_%d", name, k)
+	}
+	appendMember(env.o, hujson.ObjectMember{Name: hujson.Value{Value: hujson.String(n)}, Value: hujson.Value{Value: value}})
+	return n
+}
+
+// appendMember puts m last in o, laid out as o's last member was (its
+// line and indent, and a trailing comma if it had one); in an empty
+// object, on o's line.
+func appendMember(o *hujson.Object, m hujson.ObjectMember) {
+	if len(o.Members) == 0 {
+		m.Value.BeforeExtra = hujson.Extra(" ")
+		o.Members = append(o.Members, m)
+		return
+	}
+	last := &o.Members[len(o.Members)-1]
+	m.Name.BeforeExtra = layoutOf(last.Name.BeforeExtra, " ")
+	m.Value.BeforeExtra = layoutOf(last.Value.BeforeExtra, " ")
+	if last.Value.AfterExtra != nil {
+		m.Value.AfterExtra = hujson.Extra{} // the trailing comma stays last
+	}
+	o.Members = append(o.Members, m)
 }
 
 // headersToEnv turns the headers member into env variables: renamed to

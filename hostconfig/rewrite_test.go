@@ -301,6 +301,12 @@ func TestRewriteLayouts(t *testing.T) {
 			"{\"mcpServers\": {\"r\": {\n  \"command\": \"/bin/mcp-confirm\",\n  \"args\": [\"proxy\", \"--db\", \"/j.db\", \"--url\", \"https://x/mcp\", \"--header-env\", \"MCP_CONFIRM_HEADER_AUTHORIZATION\"],\n  // the token\n  \"env\": {\"MCP_CONFIRM_HEADER_AUTHORIZATION\": \"Authorization: Bearer t\"},\n}}}"},
 		{"url entry, headers whose names collide", `{"mcpServers": {"r": {"url": "u", "headers": {"x-a": "1", "X_A": "2"}}}}`,
 			`{"mcpServers": {"r": {"command": "/bin/mcp-confirm", "args": ["proxy", "--db", "/j.db", "--url", "u", "--header-env", "MCP_CONFIRM_HEADER_X_A", "--header-env", "MCP_CONFIRM_HEADER_X_A_2"], "env": {"MCP_CONFIRM_HEADER_X_A": "x-a: 1", "MCP_CONFIRM_HEADER_X_A_2": "X_A: 2"}}}}`},
+		{"url with a key in its query, no env", `{"mcpServers": {"r": {"url": "https://x/mcp?api_key=${KEY}"}}}`,
+			`{"mcpServers": {"r": {"command": "/bin/mcp-confirm", "args": ["proxy", "--db", "/j.db", "--url-env", "MCP_CONFIRM_URL"], "env": {"MCP_CONFIRM_URL": "https://x/mcp?api_key=${KEY}"}}}}`},
+		{"url with a password, headers and env, trailing comma", "{\"mcpServers\": {\"r\": {\n  \"url\": \"https://u:p@x/mcp\",\n  \"headers\": {\"X-Key\": \"k\"},\n  \"env\": {\"MCP_CONFIRM_URL\": \"taken\",},\n}}}",
+			"{\"mcpServers\": {\"r\": {\n  \"command\": \"/bin/mcp-confirm\",\n  \"args\": [\"proxy\", \"--db\", \"/j.db\", \"--url-env\", \"MCP_CONFIRM_URL_2\", \"--header-env\", \"MCP_CONFIRM_HEADER_X_KEY\"],\n  \"env\": {\"MCP_CONFIRM_HEADER_X_KEY\": \"X-Key: k\", \"MCP_CONFIRM_URL\": \"taken\", \"MCP_CONFIRM_URL_2\": \"https://u:p@x/mcp\",},\n}}}"},
+		{"url with a key, layout one member a line", "{\"mcpServers\": {\"r\": {\n  \"type\": \"http\",\n  \"url\": \"https://x/mcp?token=t\"\n}}}",
+			"{\"mcpServers\": {\"r\": {\n  \"type\": \"stdio\",\n  \"command\": \"/bin/mcp-confirm\",\n  \"args\": [\"proxy\", \"--db\", \"/j.db\", \"--url-env\", \"MCP_CONFIRM_URL\"],\n  \"env\": {\"MCP_CONFIRM_URL\": \"https://x/mcp?token=t\"}\n}}}"},
 		{"empty file", "  \n", "  \n"},
 		{"no servers", `{"theme": "dark"}`, `{"theme": "dark"}`},
 	} {

@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/guard"
 	"github.com/mcp-confirm/mcp-confirm/hostconfig"
 	"github.com/mcp-confirm/mcp-confirm/internal/closest"
+	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 	"github.com/mcp-confirm/mcp-confirm/pending"
 	"github.com/mcp-confirm/mcp-confirm/termtext"
 )
@@ -37,7 +38,9 @@ func (c *cli) initCommand() *cobra.Command {
 'mcp-confirm proxy --db J --policy P -- <its command and args>', keeping its
 env, cwd and every other field. A remote (url) entry over Streamable HTTP
 becomes 'mcp-confirm proxy --db J --policy P --url URL', its headers moved
-into env and read with --header-env. Shows a diff of each file before writing it
+into env and read with --header-env; a URL with a query, a user or a
+fragment (?api_key=..., a key maybe) moves into env too, read with
+--url-env, so that ps does not show it. Shows a diff of each file before writing it
 and keeps a byte-exact backup, which 'mcp-confirm uninstall' restores.
 
 Hosts: ` + strings.Join(hostconfig.HostNames(), ", ") + `. Without --host, the hosts
@@ -381,7 +384,7 @@ func printFile(e *env, file *hostconfig.File, self string) {
 		case hostconfig.Wrapped:
 			remote := ""
 			if en.URL != "" {
-				remote = "remote " + termtext.Line(en.URL) + " through proxy --url, "
+				remote = "remote " + termtext.Line(mcpclient.MaskURL(en.URL)) + " through proxy --url, "
 			}
 			fmt.Fprintf(e.stdout, "  %s: wrapped: %sjournal %s, %s\n", name, remote, en.Journal, policyWords(en.Policy))
 			if len(en.LoginArgs) > 0 {
@@ -400,7 +403,8 @@ func printFile(e *env, file *hostconfig.File, self string) {
 		}
 	}
 	if d := hostconfig.Diff(file.Path, "after mcp-confirm init", file.Before, file.After); d != "" {
-		fmt.Fprint(e.stdout, d)
+		// A key in a URL's query is masked here as everywhere it is shown.
+		fmt.Fprint(e.stdout, mcpclient.MaskURLsIn(d))
 	} else {
 		fmt.Fprintln(e.stdout, "  nothing to change in this file")
 	}
