@@ -262,7 +262,7 @@ func (l Logins) oauthFor(serverURL string) (cfg transport.OAuthConfig, tokens *l
 		ClientID: login.ClientID, ClientSecret: login.ClientSecret, TokenEndpointAuthMethod: login.ClientAuthMethod,
 		Scopes: login.Scopes, PKCEEnabled: true, ProtectedResourceMetadataURL: login.ResourceMetadataURL,
 		TokenStore: tokens,
-		HTTPClient: &http.Client{Timeout: 30 * time.Second},
+		HTTPClient: discoveryClient(nil),
 	}, tokens, true, nil
 }
 
@@ -350,6 +350,16 @@ func (s *loginTokens) GetToken(ctx context.Context) (*transport.Token, error) {
 	// once the server had rotated the refresh token would lose the new one.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshTimeout)
 	defer cancel()
+	// The refresh token (and a client secret) go to the token endpoint
+	// the authorization server's metadata names now, which may have
+	// changed since the login.
+	md, err := s.handler.GetServerMetadata(rctx)
+	if err != nil {
+		return nil, fmt.Errorf("refresh the login's token: %w", err)
+	}
+	if err := CheckCredentialsURL(md.TokenEndpoint, "the refresh token"); err != nil {
+		return nil, fmt.Errorf("refresh the login's token: %w", err)
+	}
 	fresh, err := s.handler.RefreshToken(rctx, tok.RefreshToken)
 	if err != nil {
 		// As mcp-go's own refresh: a refused refresh means logging in again.
@@ -441,12 +451,17 @@ func Authorize(ctx context.Context, serverURL string, o AuthorizeOptions) (Login
 	if o.Wait <= 0 {
 		o.Wait = 5 * time.Minute
 	}
-	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	// The login's token goes to serverURL with every request.
+	if err := CheckCredentialsURL(serverURL, "the login's bearer token"); err != nil {
+		return Login{}, err
 	}
+	o.HTTPClient = discoveryClient(o.HTTPClient)
 	d, err := discoverOAuth(ctx, o.HTTPClient, serverURL)
 	if err != nil {
 		return Login{}, err
+	}
+	if err := CheckCredentialsURL(d.issuer, "the authorization code, PKCE verifier and client credentials"); err != nil {
+		return Login{}, fmt.Errorf("authorization server of %s: %w", MaskURL(serverURL), err)
 	}
 	scopes := o.Scopes
 	if len(scopes) == 0 && d.scope != "" {
@@ -477,6 +492,19 @@ func Authorize(ctx context.Context, serverURL string, o AuthorizeOptions) (Login
 	}
 	if strings.TrimSuffix(md.Issuer, "/") != strings.TrimSuffix(d.issuer, "/") {
 		return Login{}, fmt.Errorf("%w by %s: metadata discovery found issuer %q, not %q", ErrNoOAuth, serverURL, md.Issuer, d.issuer)
+	}
+	// What mcp-go will use, checked before anything is sent to it: the
+	// registration (a client secret comes back), the authorization (the
+	// browser goes there) and the token endpoint (the code, the verifier,
+	// the secret, the refresh token).
+	for _, ep := range []struct{ url, name, carries string }{
+		{md.RegistrationEndpoint, "registration_endpoint", "the client registration"},
+		{md.AuthorizationEndpoint, "authorization_endpoint", "the authorization request"},
+		{md.TokenEndpoint, "token_endpoint", "the authorization code, PKCE verifier and client credentials"},
+	} {
+		if err := CheckCredentialsURL(ep.url, ep.carries); err != nil {
+			return Login{}, fmt.Errorf("%s's %s: %w", d.issuer, ep.name, err)
+		}
 	}
 	if o.ClientID == "" {
 		if !d.canRegister {
@@ -658,7 +686,11 @@ func discoverOAuth(ctx context.Context, hc *http.Client, serverURL string) (oaut
 	}
 	asFound := ""
 	for _, u := range wellKnownAS(d.issuer) {
-		if ok, err := getJSON(ctx, hc, u, &as); err == nil && ok {
+		ok, err := getJSON(ctx, hc, u, &as)
+		if errors.Is(err, ErrCrossOrigin) {
+			return d, fmt.Errorf("%w by %s: authorization server metadata at %s: %w", ErrNoOAuth, serverURL, u, err)
+		}
+		if err == nil && ok {
 			asFound = u
 			break
 		}

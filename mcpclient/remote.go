@@ -88,6 +88,11 @@ func NewRemote(spec ServerSpec, opts Options) (*Remote, error) {
 	if err := checkHeaders(spec.Headers); err != nil {
 		return nil, err
 	}
+	if what := remoteCredentials(spec, opts.OAuth); what != "" {
+		if err := CheckCredentialsURL(spec.URL, what); err != nil {
+			return nil, err
+		}
+	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	tap := newHTTPTap(http.DefaultTransport.(*http.Transport).Clone())
@@ -152,7 +157,7 @@ func (r *Remote) session(ctx context.Context) (*remoteSession, error) {
 	select {
 	case r.startSem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("connect to %s: %w", r.spec.URL, ctx.Err())
+		return nil, fmt.Errorf("connect to %s: %w", MaskURL(r.spec.URL), ctx.Err())
 	}
 	defer func() { <-r.startSem }()
 	if s, err := r.live(); s != nil || err != nil {
@@ -176,7 +181,7 @@ func (r *Remote) session(ctx context.Context) (*remoteSession, error) {
 		s, err = r.connect(ctx, n)
 	}
 	if err != nil {
-		return nil, &StartError{Server: r.spec.URL, Session: n, Err: err,
+		return nil, &StartError{Server: MaskURL(r.spec.URL), Session: n, Err: err,
 			NeedsLogin: errors.Is(err, ErrAuthorization) && r.usesLogins()}
 	}
 	r.mu.Lock()
@@ -186,7 +191,7 @@ func (r *Remote) session(ctx context.Context) (*remoteSession, error) {
 	if old != nil {
 		old.close()
 	}
-	r.opts.Logger.Info("mcp session started", "session", n, "url", r.spec.URL, "server", s.info.Name,
+	r.opts.Logger.Info("mcp session started", "session", n, "url", MaskURL(r.spec.URL), "server", s.info.Name,
 		"protocol", s.info.Protocol)
 	if r.opts.OnSession != nil {
 		r.opts.OnSession(n)

@@ -47,7 +47,7 @@ Exit 0 logged in; 1 not completed (declined, --wait ran out, ctrl-C); 2 bad
 input; 5 the server cannot be reached or offers no OAuth login.`,
 		Example: "  mcp-confirm login --url https://orders.example.com/mcp\n" +
 			"  mcp-confirm login --url https://orders.example.com/mcp --client-id mcp-confirm --client-secret '${ORDERS_SECRET}' --callback-port 8976",
-	}, "serve", []string{"url"}, func(pos []string) int { return runLogin(c.ctx, c.env, &c.g, wait, scopes, client, pos) })
+	}, "serve", []string{"url", "url-env"}, func(pos []string) int { return runLogin(c.ctx, c.env, &c.g, wait, scopes, client, pos) })
 	cmd.Flags().DurationVar(&wait, "wait", defaultLoginWait, "how long to wait for the browser step")
 	cmd.Flags().StringSliceVar(&scopes, "scope", nil, "OAuth scope to ask for (repeatable; default: what the server's 401 asks for)")
 	cmd.Flags().StringVar(&client.id, "client-id", "", "a client registered beforehand with the authorization server (no dynamic registration)")
@@ -117,6 +117,10 @@ func runLogin(ctx context.Context, e *env, g *globalOpts, wait time.Duration, sc
 	}
 	if err := checkURL(g.url); err != nil {
 		fmt.Fprintf(e.stderr, "mcp-confirm login: %v\nGive the remote server's endpoint, e.g. --url https://orders.example.com/mcp; nothing was stored.\n", err)
+		return exitBadInput
+	}
+	if err := mcpclient.CheckCredentialsURL(g.url, "the login's bearer token"); err != nil {
+		fmt.Fprintf(e.stderr, "mcp-confirm login: %v\nNothing was sent or stored.\n", err)
 		return exitBadInput
 	}
 	logins, err := loginStore(e)
@@ -213,6 +217,9 @@ func loginFailed(ctx context.Context, e *env, serverURL string, err error) int {
 	case errors.Is(err, mcpclient.ErrLoginDenied):
 		fmt.Fprintf(e.stderr, "mcp-confirm login: %s\nNothing was stored.\n", msg)
 		return exitFailed
+	case errors.Is(err, mcpclient.ErrPlainHTTP):
+		fmt.Fprintf(e.stderr, "mcp-confirm login: %s\nNothing was sent to that endpoint, and nothing was stored; the authorization server must serve it over https://.\n", oneLine(msg))
+		return exitUnavailable
 	case errors.Is(err, mcpclient.ErrNoOAuth):
 		fmt.Fprintf(e.stderr, "mcp-confirm login: %s\nCheck --url; a server that wants a token given otherwise takes --header 'Authorization: Bearer ${TOKEN}'. Nothing was stored.\n", oneLine(msg))
 		return exitUnavailable

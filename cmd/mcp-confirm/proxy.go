@@ -98,10 +98,10 @@ func runProxy(ctx context.Context, e *env, g *globalOpts, f proxyFlags, pos []st
 		if errors.Is(err, mcpclient.ErrAuthorization) {
 			hint = fmt.Sprintf("Run 'mcp-confirm login --url %s' in a terminal, then restart the host.", shellQuote(authURL(g, err)))
 		} else if g.url != "" {
-			hint = "Check that the server at " + g.url + " is up and answers (its logs, --url, --header)."
+			hint = "Check that the server at " + mcpclient.MaskURL(g.url) + " is up and answers (its logs, --url, --header)."
 		}
 		// It may quote the server's stderr or its own error text.
-		fmt.Fprintf(e.stderr, "mcp-confirm proxy: %s\n%s\n", termtext.Strip(err.Error()), hint)
+		fmt.Fprintf(e.stderr, "mcp-confirm proxy: %s\n%s\n", termtext.Strip(mcpclient.MaskURLsIn(err.Error())), hint)
 		return exitUnavailable
 	}
 	return exitOK
@@ -197,7 +197,7 @@ func prepareProxy(ctx context.Context, e *env, logTo io.Writer, g *globalOpts, f
 	if choice.spec.URL != "" {
 		// What mcpclient would refuse later (headers that let Go's HTTP
 		// client resend a POST by itself) is refused here, before serving.
-		if _, err := mcpclient.NewRemote(choice.spec, mcpclient.Options{}); err != nil {
+		if _, err := mcpclient.NewRemote(choice.spec, mcpclient.Options{OAuth: choice.logins}); err != nil {
 			closeAll()
 			fmt.Fprintf(e.stderr, "mcp-confirm proxy: %v\nRun 'mcp-confirm proxy --help' for server selection.\n", err)
 			return nil, nil, exitBadInput
