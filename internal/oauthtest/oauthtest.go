@@ -72,6 +72,9 @@ type Server struct {
 	used     map[string]string   // refresh token already used → its grant's family
 	counts   Counts
 	refusals []string // why the token endpoint refused, for test messages
+	// tokenEndpoint, when set, is the token_endpoint the metadata names
+	// instead of this server's own (SetTokenEndpoint).
+	tokenEndpoint string
 }
 
 // Counts are what the server has done since it started.
@@ -159,11 +162,26 @@ func (s *Server) Valid(token, resource string) bool {
 	return ok && time.Now().Before(g.expires.Add(s.opts.Leeway)) && strings.TrimSuffix(g.resource, "/") == strings.TrimSuffix(resource, "/")
 }
 
+// SetTokenEndpoint makes the metadata name u as the token endpoint from
+// now on ("" for this server's own), as a misconfigured authorization
+// server may name a plain http:// one on another host.
+func (s *Server) SetTokenEndpoint(u string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tokenEndpoint = u
+}
+
 func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	token := s.tokenEndpoint
+	s.mu.Unlock()
+	if token == "" {
+		token = s.URL + "/token"
+	}
 	md := map[string]any{
 		"issuer":                                s.URL,
 		"authorization_endpoint":                s.URL + "/authorize" + s.opts.AuthorizationEndpointSuffix,
-		"token_endpoint":                        s.URL + "/token",
+		"token_endpoint":                        token,
 		"response_types_supported":              []string{"code"},
 		"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
 		"token_endpoint_auth_methods_supported": []string{"none"},
