@@ -43,8 +43,15 @@ one (${VAR} is expanded, so the secret need not be typed on the command line),
 and --callback-port for the redirect URI it was registered with
 (http://127.0.0.1:PORT/callback).
 
+Nothing secret goes over plain http:// except to loopback (127.0.0.0/8, ::1,
+localhost), as OAuth 2.1 wants: an http:// --url on another host is refused,
+as is an authorization server with such endpoints, and discovery follows no
+redirect to another origin.
+
 Exit 0 logged in; 1 not completed (declined, --wait ran out, ctrl-C); 2 bad
-input; 5 the server cannot be reached or offers no OAuth login.`,
+input (an http:// --url off loopback included); 5 the server cannot be
+reached or offers no OAuth login (or one only over plain http:// or across
+origins).`,
 		Example: "  mcp-confirm login --url https://orders.example.com/mcp\n" +
 			"  mcp-confirm login --url https://orders.example.com/mcp --client-id mcp-confirm --client-secret '${ORDERS_SECRET}' --callback-port 8976",
 	}, "serve", []string{"url", "url-env"}, func(pos []string) int { return runLogin(c.ctx, c.env, &c.g, wait, scopes, client, pos) })
