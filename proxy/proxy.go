@@ -349,10 +349,10 @@ func (p *Proxy) refuseFirst(first []byte, err error) {
 	if json.Unmarshal(first, &m) != nil || m.Method == "" || len(m.ID) == 0 || string(m.ID) == "null" {
 		return
 	}
-	msg := "mcp-confirm proxy: the MCP server did not start: " + err.Error()
+	msg := "mcp-confirm proxy: the MCP server did not start: " + mcpclient.MaskURLsIn(err.Error())
 	if errors.Is(err, mcpclient.ErrAuthorization) {
-		msg = "mcp-confirm proxy: authorization needed: run 'mcp-confirm login --url " + p.opts.Server.URL +
-			"' in a terminal, then restart this server (" + err.Error() + ")"
+		msg = "mcp-confirm proxy: authorization needed: run 'mcp-confirm login --url " + mcpclient.MaskURL(p.opts.Server.URL) +
+			"' in a terminal, then restart this server (" + mcpclient.MaskURLsIn(err.Error()) + ")"
 	}
 	p.write(response{JSONRPC: mcp.JSONRPC_VERSION, ID: m.ID, Error: &mcpclient.RPCError{
 		Code: mcp.INTERNAL_ERROR, Message: msg}})
@@ -411,7 +411,7 @@ func (p *Proxy) onSession(n int) {
 // crash.
 func (p *Proxy) newSessionSaid() string {
 	if u := p.opts.Server.URL; u != "" {
-		return "started a new session with the MCP server at " + u
+		return "started a new session with the MCP server at " + mcpclient.MaskURL(u)
 	}
 	return "restarted the MCP server"
 }
