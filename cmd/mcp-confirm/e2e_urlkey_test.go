@@ -82,7 +82,7 @@ func journalBytes(t *testing.T, w *world) map[string][]byte {
 func TestKeyInServerURLIsStoredAndShownNowhere(t *testing.T) {
 	w := newWorld(t, t.TempDir())
 	key := secretKey(t)
-	endpoint, served := keyGateway(t, startHTTPDemo(t, w, "--cut-after-commit", "1"), key)
+	endpoint, served := keyGateway(t, startHTTPDemo(t, w, "--cut-after-commit", "2"), key)
 	endpoint += "&tenant=a"
 	args := `{"item":"widget","quantity":1,"buyer":"bob"}`
 	var printed []string
@@ -95,7 +95,7 @@ func TestKeyInServerURLIsStoredAndShownNowhere(t *testing.T) {
 	}
 
 	first := parseCallOut(t, run(exitUnknown, "a call cut after its commit", "call", "create_order", "--args", args, "--url", endpoint))
-	run(exitOK, "a second call", "call", "create_order", "--args", `{"item":"gadget","quantity":1,"buyer":"bob"}`, "--url", endpoint)
+	second := parseCallOut(t, run(exitUnknown, "a second call cut after its commit", "call", "create_order", "--args", `{"item":"gadget","quantity":1,"buyer":"bob"}`, "--url", endpoint))
 	if served.Load() == 0 {
 		t.Fatal("the gateway let nothing through: the key did not reach it")
 	}
@@ -113,6 +113,20 @@ func TestKeyInServerURLIsStoredAndShownNowhere(t *testing.T) {
 	run(exitOK, "retry on the call's own URL", "retry", id, "--url", endpoint)
 	if n := totalOrders(t, w.db()); n != 2 {
 		t.Errorf("%d orders, want 2 (the retry is a replay)", n)
+	}
+
+	// reconcile queries the second call only when given its URL again.
+	policy := filepath.Join(w.dir, "policy.toml")
+	if err := os.WriteFile(policy, []byte(reconcilePolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = run(exitUnknown, "reconcile without the URL", "reconcile", "--policy", policy, "--json")
+	if out := parseReconcile(t, r); len(out.Calls) != 1 || out.Calls[0].ID != second.ID || !strings.Contains(out.Calls[0].Error+out.Calls[0].Evidence, "--url") {
+		t.Errorf("reconcile without the URL does not say it needs --url:\n%s", r)
+	}
+	r = run(exitOK, "reconcile with the URL", "reconcile", "--policy", policy, "--json", "--apply-found", "--url", endpoint)
+	if out := parseReconcile(t, r); len(out.Calls) != 1 || !out.Calls[0].Applied {
+		t.Errorf("reconcile with the URL did not find and apply the second call:\n%s", r)
 	}
 
 	outputs := [][]string{

@@ -33,6 +33,10 @@ type serverSessions struct {
 	notifier *notify.Notifier        // the policy's [notify], one for all engines; nil: no policy
 	mu       sync.Mutex              // guards byKey
 	byKey    map[string]*serverSession
+	// given are the servers named on the command line, by key: a call
+	// made on one of them goes there, not to what its identity can
+	// rebuild (nothing, for a URL whose key was masked).
+	given map[string]serverChoice
 }
 
 // serverSession is one server's engine, or why it has none.
@@ -91,7 +95,13 @@ func (s *serverSessions) forCall(c pending.Call) (*serverSession, error) {
 		_, err := callServer(c) // says why, and what to do
 		return nil, err
 	}
-	ss := s.session(serverKey(id), func() (serverChoice, error) { return callServer(c) })
+	key := serverKey(id)
+	ss := s.session(key, func() (serverChoice, error) {
+		if choice, ok := s.given[key]; ok {
+			return choice, nil
+		}
+		return callServer(c)
+	})
 	if ss.en == nil {
 		return nil, ss.err
 	}
@@ -179,6 +189,10 @@ func newFleet(e *env, j *pending.Journal, policy *guard.Policy, timeout time.Dur
 	for _, n := range named {
 		f.names = append(f.names, n.name)
 		f.servers[n.name] = fleetServer{key: serverKey(n.choice.identity), choice: n.choice}
+		if f.sessions.given == nil {
+			f.sessions.given = map[string]serverChoice{}
+		}
+		f.sessions.given[serverKey(n.choice.identity)] = n.choice
 	}
 	return f
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcp-confirm/mcp-confirm/guard"
+	"github.com/mcp-confirm/mcp-confirm/mcpclient"
 	"github.com/mcp-confirm/mcp-confirm/pending"
 	"github.com/mcp-confirm/mcp-confirm/termtext"
 )
@@ -40,11 +41,13 @@ per call what it proposes: found (applied), not found, query failed, or no
 query configured. The calls' states do not change, unless --apply-found:
 then each call found is marked applied, with the query's evidence, as
 'query' then 'mark ID applied' would record it. Nothing is ever retried.
+A call made on a URL whose key the journal masked (?api_key=***) is queried
+only when --url (or --url-env) gives that URL again, with its --header.
 Exit 0 when no selected call is left unknown, 3 otherwise.`,
 		Example: `  mcp-confirm reconcile --policy policy.toml
   mcp-confirm reconcile --policy policy.toml --since 2h --tool create_order --apply-found
   mcp-confirm reconcile --policy policy.toml --json | jq '.calls[] | select(.proposal == "not found")'`,
-	}, "decide", []string{"db", "json", "policy"}, func(pos []string) int { return runReconcile(c.ctx, c.env, &c.g, f, pos) })
+	}, "decide", []string{"db", "json", "policy", "url", "url-env", "header", "header-env"}, func(pos []string) int { return runReconcile(c.ctx, c.env, &c.g, f, pos) })
 	fl := cmd.Flags()
 	fl.StringVar(&f.state, "state", string(pending.StateUnknown), "only calls in this state ("+stateNames()+")")
 	fl.StringVar(&f.server, "server", "", "only calls made on this server (the name it declared, or its name in the host config)")
@@ -128,6 +131,21 @@ func runReconcile(ctx context.Context, e *env, g *globalOpts, f reconcileFlags, 
 	start := time.Now()
 	r := &reconciler{policy: policy, servers: newServerSessions(e, j, policy, 0, nil)}
 	defer r.servers.close()
+	if g.url != "" {
+		// The URL of calls whose key the journal masked: theirs when it
+		// matches their recorded sum (serverKey), no other call's.
+		if err := checkURL(g.url); err != nil {
+			return bad("%v", err)
+		}
+		choice := serverChoice{spec: mcpclient.ServerSpec{URL: g.url}, identity: guard.RemoteIdentity(g.url), given: true}
+		if err := addHeaders(&choice.spec, g.headers, g.headerEnv); err != nil {
+			return bad("%v", err)
+		}
+		withLogins(e, &choice)
+		r.servers.given = map[string]serverChoice{serverKey(choice.identity): choice}
+	} else if len(g.headers) > 0 || len(g.headerEnv) > 0 {
+		return bad("--header goes with --url, the server whose calls need it")
+	}
 	var progress func(done, total int, counts map[guard.Finding]int)
 	if writesToTerminal(e.stderr) {
 		progress = func(done, total int, counts map[guard.Finding]int) {
