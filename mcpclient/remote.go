@@ -88,9 +88,9 @@ func NewRemote(spec ServerSpec, opts Options) (*Remote, error) {
 	if err := checkHeaders(spec.Headers); err != nil {
 		return nil, err
 	}
-	if what := remoteCredentials(spec, opts.OAuth); what != "" {
-		if err := CheckCredentialsURL(spec.URL, what); err != nil {
-			return nil, err
+	if plainRemote(spec.URL) {
+		if what := remoteCredentials(spec, opts.OAuth); what != "" {
+			return nil, CheckCredentialsURL(spec.URL, what)
 		}
 	}
 	var b [6]byte

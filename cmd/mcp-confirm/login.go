@@ -138,7 +138,7 @@ func runLogin(ctx context.Context, e *env, g *globalOpts, wait time.Duration, sc
 	said, err := logIn(ctx, logins, g.url, mcpclient.AuthorizeOptions{
 		Scopes: scopes, Wait: wait, ClientID: client.id, ClientSecret: secret, CallbackPort: client.port,
 		OnAuthorizationURL: func(u string) {
-			fmt.Fprintf(e.stderr, "Open this URL in a browser to log in to %s (waiting up to %s; ctrl-C stops):\n", g.url, wait)
+			fmt.Fprintf(e.stderr, "Open this URL in a browser to log in to %s (waiting up to %s; ctrl-C stops):\n", mcpclient.MaskURL(g.url), wait)
 			// The URL is the authorization server's metadata with our
 			// parameters: a hostile server's control sequences go, as
 			// the console's login screen drops them.
@@ -177,7 +177,7 @@ func logIn(ctx context.Context, logins *mcpclient.Logins, serverURL string, o mc
 			expiry += ", refreshed when it expires"
 		}
 	}
-	return fmt.Sprintf("logged in to %s (%s); kept in %s", serverURL, expiry, logins.Path(serverURL)), nil
+	return fmt.Sprintf("logged in to %s (%s); kept in %s", mcpclient.MaskURL(serverURL), expiry, logins.Path(serverURL)), nil
 }
 
 // consoleLogin is the console's own login (tui.Options.Login, O on a
@@ -212,7 +212,7 @@ func (e *loginNotKeptError) Unwrap() error { return e.err }
 // exit code: 1 not completed (declined, the wait ran out, interrupted), 5
 // no OAuth login at that server (or it cannot be reached).
 func loginFailed(ctx context.Context, e *env, serverURL string, err error) int {
-	msg := termtext.Strip(err.Error()) // it may quote a server's words
+	msg := termtext.Strip(mcpclient.MaskURLsIn(err.Error())) // it may quote a server's words
 	var unreached *url.Error
 	switch {
 	case ctx.Err() != nil:
@@ -231,7 +231,7 @@ func loginFailed(ctx context.Context, e *env, serverURL string, err error) int {
 		fmt.Fprintf(e.stderr, "mcp-confirm login: %s\nCheck --url; a server that wants a token given otherwise takes --header 'Authorization: Bearer ${TOKEN}'. Nothing was stored.\n", oneLine(msg))
 		return exitUnavailable
 	case errors.As(err, &unreached) && !strings.Contains(msg, "OAuth error"):
-		fmt.Fprintf(e.stderr, "mcp-confirm login: %s\nCheck that the server is up and reachable at %s; nothing was stored.\n", oneLine(msg), serverURL)
+		fmt.Fprintf(e.stderr, "mcp-confirm login: %s\nCheck that the server is up and reachable at %s; nothing was stored.\n", oneLine(msg), mcpclient.MaskURL(serverURL))
 		return exitUnavailable
 	}
 	fmt.Fprintf(e.stderr, "mcp-confirm login: %s\nThe authorization server refused; nothing was stored.\n", oneLine(msg))
