@@ -247,8 +247,9 @@ func TestOAuthDiscoveryCrossOriginRedirectRefused(t *testing.T) {
 			// but answers the metadata's well-known place with a redirect.
 			target, _ := url.Parse(protected)
 			rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: target.Host})
+			// Made, then started: its handler reads front.URL.
 			var front *httptest.Server
-			front = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			front = httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 				switch {
 				case r.URL.Path == c.redirect:
 					http.Redirect(rw, r, other.URL+r.URL.Path, http.StatusFound)
@@ -266,6 +267,7 @@ func TestOAuthDiscoveryCrossOriginRedirectRefused(t *testing.T) {
 					rp.ServeHTTP(rw, r)
 				}
 			}))
+			front.Start()
 			t.Cleanup(front.Close)
 			frontURL.Store(front.URL)
 			endpoint := front.URL + pu.Path
