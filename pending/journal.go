@@ -7,8 +7,10 @@ package pending
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -232,6 +234,10 @@ func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
 
 // checkFile resolves the journal's real path and checks, before SQLite
 // touches anything, its links, its header and who owns it and its files.
+// The checks that only read come first: ownership may tighten a mode, and
+// a file must be known to be a journal (or an empty one being made)
+// before anything about it is changed: a mistyped --db naming a shared
+// file of someone else is refused as it was found.
 func checkFile(path string, opts Options) (string, error) {
 	real, err := resolvePath(path)
 	if err != nil {
@@ -239,14 +245,56 @@ func checkFile(path string, opts Options) (string, error) {
 	}
 	for _, check := range []func(string) error{
 		checkLinks,
-		func(p string) error { return checkOwnership(p, opts.OnTighten) },
 		checkHeader,
+		checkIdentity,
+		func(p string) error { return checkOwnership(p, opts.OnTighten) },
 	} {
 		if err := check(real); err != nil {
+			if errors.Is(err, fs.ErrPermission) {
+				// Unreadable: another user's file, most often. The
+				// ownership check says so better, and changes nothing
+				// on a file this user may not read (only root may
+				// chmod another's file, and root reads it).
+				if oerr := checkOwnership(real, opts.OnTighten); oerr != nil {
+					err = oerr
+				}
+			}
 			return "", fmt.Errorf("open journal %s: %w", real, classify(err))
 		}
 	}
 	return real, nil
+}
+
+// checkIdentity reads the SQLite header's application id (and, when it is
+// not this program's, its user version and schema cookie) straight from
+// the file, so another application's database is refused before SQLite
+// opens it (which could create a -wal and -shm beside it) and before its
+// mode is touched. A journal's id, version and tables are committed in one
+// transaction, and a checkpoint copies whole committed pages, so a file
+// whose header names no application and yet has tables or a version is
+// not a journal, whatever its WAL holds. An empty database (a journal
+// whose first migration may still be in its WAL) passes; checkSchema
+// judges it through SQLite.
+func checkIdentity(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	head := make([]byte, 100)
+	if n, _ := io.ReadFull(f, head); n < len(head) {
+		return nil // empty: checkHeader has judged it
+	}
+	appID := binary.BigEndian.Uint32(head[68:72])
+	version := binary.BigEndian.Uint32(head[60:64])
+	cookie := binary.BigEndian.Uint32(head[40:44])
+	switch {
+	case appID == applicationID:
+		return nil
+	case appID == 0 && version == 0 && cookie == 0:
+		return nil // an empty database
+	}
+	return fmt.Errorf("%w: it is a SQLite database of another application", ErrNotJournal)
 }
 
 // OpenReadOnly opens an existing journal for reading only (list, show,
