@@ -23,8 +23,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcp-confirm/mcp-confirm/pending"
+	"github.com/mcp-confirm/mcp-confirm/termtext"
 )
 
 // Config is the policy's [notify] section.
@@ -164,12 +166,12 @@ func (n *Notifier) runCommand(e Event, body []byte) {
 	cmd.Env = append(os.Environ(),
 		"MCP_CONFIRM_EVENT="+e.Event,
 		"MCP_CONFIRM_CALL_ID="+strconv.FormatInt(e.CallID, 10),
-		"MCP_CONFIRM_SERVER="+e.Server,
-		"MCP_CONFIRM_TOOL="+e.Tool,
-		"MCP_CONFIRM_KEY="+e.Key,
+		"MCP_CONFIRM_SERVER="+envValue(e.Server),
+		"MCP_CONFIRM_TOOL="+envValue(e.Tool),
+		"MCP_CONFIRM_KEY="+envValue(e.Key),
 		"MCP_CONFIRM_STATE="+e.State,
-		"MCP_CONFIRM_REASON="+e.Reason,
-		"MCP_CONFIRM_RESOLVE="+e.Resolve,
+		"MCP_CONFIRM_REASON="+envValue(e.Reason),
+		"MCP_CONFIRM_RESOLVE="+e.Resolve, // ours: a command to run, kept exact
 	)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -177,6 +179,31 @@ func (n *Notifier) runCommand(e Event, body []byte) {
 	if err := cmd.Run(); err != nil {
 		n.log.Warn("notify command failed", "call", e.CallID, "event", e.Event, "err", err, "output", tail(out.Bytes()))
 	}
+}
+
+// maxEnvValue bounds one value in the command's environment: the kernel
+// refuses an exec with a single string over 128 KiB (E2BIG), and a
+// server's long error text as the reason must not be what stops the
+// command. The whole value is on stdin.
+const maxEnvValue = 4 << 10
+
+// envValue is v, a value a server chose (its name, its tool's, the reason
+// its errors gave), as the command's environment may carry it. exec
+// refuses a NUL byte in the environment, so a server could silence the
+// warning about its own call; and controls would reach whatever terminal
+// or log the command writes to. termtext.Name spells each control, NUL
+// included, as \xNN (a NUL dropped would make "a\x00b" read as "ab").
+// Stdin keeps the exact values, as JSON.
+func envValue(v string) string {
+	v = termtext.Name(v)
+	if len(v) > maxEnvValue {
+		cut := maxEnvValue
+		for cut > 0 && !utf8.RuneStart(v[cut]) {
+			cut--
+		}
+		v = v[:cut] + "…"
+	}
+	return v
 }
 
 func (n *Notifier) post(e Event, body []byte) {

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcp-confirm/mcp-confirm/internal/testbin"
 )
 
 // A write whose answer is lost: the policy's [notify] command runs with the
@@ -144,5 +146,51 @@ func TestNotifyOnRecoveredCall(t *testing.T) {
 	}
 	if len(got) != 1 || got[0]["event"] != "unknown" || got[0]["key"] != key || got[0]["reason"] != "recovered after unclean shutdown" {
 		t.Errorf("events %v, want one unknown event for key %s, recovered after unclean shutdown", got, key)
+	}
+}
+
+// A server whose name carries a NUL byte and an OSC sequence, and whose
+// tool's name a hidden-text SGR (testdata/nulname), cannot silence the
+// notification that warns of its own unknown call (exec refuses an
+// environment variable holding NUL): the [notify] command runs, and the
+// values it is given hold no NUL or terminal control, spelled as
+// termtext.Name spells them; stdin still carries the event as exact JSON.
+func TestNotifyCommandGetsCleanedServerValues(t *testing.T) {
+	dir := t.TempDir()
+	srv := filepath.Join(dir, "nulname")
+	if err := testbin.Build(srv, "./testdata/nulname"); err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t, dir)
+	envFile, stdinFile := filepath.Join(dir, "event.env"), filepath.Join(dir, "event.json")
+	script := filepath.Join(dir, "notify.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ncat > "+stdinFile+"\n"+
+		`printf '%s\n' "$MCP_CONFIRM_EVENT" "$MCP_CONFIRM_SERVER" "$MCP_CONFIRM_TOOL" "$MCP_CONFIRM_KEY" "$MCP_CONFIRM_REASON" > `+envFile+"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	policy := filepath.Join(dir, "policy.toml")
+	if err := os.WriteFile(policy, []byte("[notify]\ncommand = '"+script+"'\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := w.run("call", "put\x1b[8m", "--args", `{}`, "--timeout", "1s", "--policy", policy, "--", srv)
+	wantExit(t, r, exitUnknown, "a write the server never answers")
+	b, err := os.ReadFile(envFile)
+	if err != nil {
+		t.Fatalf("the notify command did not run: %v\n%s", err, r)
+	}
+	env := string(b)
+	for _, bad := range []string{"\x00", "\x1b", "\x07"} {
+		if strings.Contains(env, bad) {
+			t.Errorf("the command's environment holds a raw %q:\n%q", bad, env)
+		}
+	}
+	lines := strings.Split(env, "\n")
+	if len(lines) < 3 || lines[0] != "unknown" || lines[1] != `evil\x00name\x1b]0;pwned\x07-server` || lines[2] != `put\x1b[8m` {
+		t.Errorf("the command's environment said %q, want the event, and the server and tool names spelled with \\xNN", env)
+	}
+	var ev struct{ Server, Tool string }
+	if b, err := os.ReadFile(stdinFile); err != nil || json.Unmarshal(b, &ev) != nil ||
+		ev.Server != "evil\x00name\x1b]0;pwned\x07-server" || ev.Tool != "put\x1b[8m" {
+		t.Errorf("stdin is not the exact event: %v %q", err, b)
 	}
 }
