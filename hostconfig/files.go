@@ -49,9 +49,13 @@ func checkWritable(path string) error {
 
 // writeAtomic replaces path with data: a temporary file in the same folder,
 // synced, then renamed over it, so a reader sees the old file or the new
-// one and never a part. The new file has mode perm. When expect is not nil,
-// the file must still hold expect just before the rename, else
-// ErrChangedMeanwhile and nothing is changed.
+// one and never a part. The new file has mode perm, and the owner and group
+// of the file it replaces: root running init on another user's config must
+// not leave it root's, which the host (running as that user) could no
+// longer save; a user who cannot give the file its owner back (a file of
+// another user that this one may write) is refused, nothing changed. When
+// expect is not nil, the file must still hold expect just before the
+// rename, else ErrChangedMeanwhile and nothing is changed.
 func writeAtomic(path string, data []byte, perm fs.FileMode, expect []byte) (err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".mcp-confirm-*")
@@ -64,6 +68,10 @@ func writeAtomic(path string, data []byte, perm fs.FileMode, expect []byte) (err
 			os.Remove(tmp)
 		}
 	}()
+	if err := keepOwner(f, path); err != nil {
+		f.Close()
+		return err
+	}
 	if err := f.Chmod(perm); err != nil {
 		f.Close()
 		return &WriteError{Path: path, Err: err}
@@ -89,6 +97,31 @@ func writeAtomic(path string, data []byte, perm fs.FileMode, expect []byte) (err
 		return &WriteError{Path: path, Err: err}
 	}
 	syncDir(dir)
+	return nil
+}
+
+// keepOwner gives the temporary file f the owner and group of the file at
+// path, when that exists and they differ from f's.
+func keepOwner(f *os.File, path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil // a new file: this user's
+	}
+	want, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	mine, err := f.Stat()
+	if err != nil {
+		return &WriteError{Path: path, Err: err}
+	}
+	if have, ok := mine.Sys().(*syscall.Stat_t); ok && have.Uid == want.Uid && have.Gid == want.Gid {
+		return nil
+	}
+	if err := f.Chown(int(want.Uid), int(want.Gid)); err != nil {
+		return &WriteError{Path: path, Err: fmt.Errorf("cannot keep its owner %d:%d on the rewritten file (%w); "+
+			"run mcp-confirm as that user", want.Uid, want.Gid, err)}
+	}
 	return nil
 }
 
