@@ -104,6 +104,43 @@ func TestDedupeWindowKeylessResend(t *testing.T) {
 	}
 }
 
+// A keyless resend that carries an argument create_order does not take (a
+// client's note, its own request id) is the same order: the window
+// compares only the arguments the tool's input schema declares, which are
+// all the order is made of (issue 44 item 13b).
+func TestDedupeWindowIgnoresUndeclaredArguments(t *testing.T) {
+	p := startDemo(t, filepath.Join(t.TempDir(), "demo.db"), "--dedupe-window", "60s")
+	with := func(extra map[string]any) map[string]any {
+		args := map[string]any{}
+		for k, v := range order {
+			args[k] = v
+		}
+		for k, v := range extra {
+			args[k] = v
+		}
+		return args
+	}
+	first := p.send(with(map[string]any{"note": "first try", "request_id": "r-1"}), nil)
+	second := p.send(with(map[string]any{"note": "resent after a timeout", "request_id": "r-2"}), nil)
+	third := p.send(with(nil), nil)
+	if deduplicated(first) || !deduplicated(second) || !deduplicated(third) {
+		t.Errorf("deduplicated: first %v, second %v, third %v; want false, true, true",
+			deduplicated(first), deduplicated(second), deduplicated(third))
+	}
+	if n := ordersOf(t, p, "alice"); n != 1 {
+		t.Errorf("alice has %d orders, want 1", n)
+	}
+	// A declared argument that differs is another order.
+	other := with(nil)
+	other["quantity"] = 3
+	if res := p.send(other, nil); dedupedBy(res) != "" {
+		t.Errorf("an order of another quantity deduplicated: %+v", res.Meta)
+	}
+	if n := ordersOf(t, p, "alice"); n != 2 {
+		t.Errorf("alice has %d orders, want 2", n)
+	}
+}
+
 // Outside the window an identical keyless call is a new order. The window
 // is short, and the resend waits until it has certainly passed: the
 // server's arrival time of the first call is before its answer came back.

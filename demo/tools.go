@@ -29,14 +29,17 @@ func (s *Server) addTools() {
 		mcp.WithOpenWorldHintAnnotation(false),
 	}
 	if w := s.opts.DedupeWindow; w > 0 {
-		description += fmt.Sprintf(" Without a key, an order identical to one sent less than %v before (same item, quantity and buyer) "+
+		description += fmt.Sprintf(" Without a key, an order identical to one sent less than %v before (same item, quantity and buyer; "+
+			"arguments this tool does not take are not compared) "+
 			"is taken for a resend: it is not placed again and gets the first order's result. "+
 			"To place the same order again on purpose, set %s true.", w, idempotency.IntentionalRepeatArg)
 		order = append(order, mcp.WithBoolean(idempotency.IntentionalRepeatArg,
 			mcp.Description(fmt.Sprintf("true to place an order identical to one of the last %v on purpose (logged)", w))))
 	}
-	s.mcp.AddTool(mcp.NewTool("create_order", append(order, mcp.WithDescription(description))...),
-		s.hangAfterCommit(s.idem.Wrap(s.createOrder)))
+	// WrapTool: the dedupe window compares only the arguments declared
+	// here, so a keyless resend carrying an extra one is still a resend.
+	createOrder := mcp.NewTool("create_order", append(order, mcp.WithDescription(description))...)
+	s.mcp.AddTool(createOrder, s.hangAfterCommit(s.idem.WrapTool(createOrder, s.createOrder)))
 
 	s.mcp.AddTool(mcp.NewTool("cancel_order",
 		mcp.WithDescription("Cancel the order created under an idempotency key and refund its cost to the buyer's budget. "+

@@ -27,7 +27,8 @@
 //
 // Calls without a key run every time, unless WithDedupeWindow is given: then
 // a keyless call identical to one that arrived within the window (same tool,
-// same canonical arguments, same DedupeScope) is answered with that call's
+// same canonical arguments, same DedupeScope; with WrapTool, only the
+// arguments the tool's input schema declares) is answered with that call's
 // result, marked replayed and MetaDeduplicatedBy "window", or in progress
 // while it runs, and is not executed. Its record is kept in the Store like a
 // key's, so it holds across restarts and sessions and Commit works the same.

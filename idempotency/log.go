@@ -52,10 +52,11 @@ type write struct {
 	client   string // declared in initialize, as sent
 	arrived  time.Time
 	outcome  WriteOutcome
-	answer   EventKind // for OutcomeDeduplicatedWindow: replayed, in_progress or lease_expired
-	fields   []string  // for OutcomeKeyReuseRefused: names of the differing arguments
-	tookOver State     // the state of an unexpired record this execution replaced
-	bypass   string    // "meta" or "argument" for OutcomeBypassed
+	answer   EventKind       // for OutcomeDeduplicatedWindow: replayed, in_progress or lease_expired
+	fields   []string        // for OutcomeKeyReuseRefused: names of the differing arguments
+	tookOver State           // the state of an unexpired record this execution replaced
+	bypass   string          // "meta" or "argument" for OutcomeBypassed
+	declared map[string]bool // WrapTool: the arguments the window compares; nil: all
 }
 
 // sessionOf is the MCP session of a call and the client name declared for

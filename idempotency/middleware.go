@@ -139,8 +139,29 @@ func (m *Middleware) DedupeHits() int64 { return m.dedupeHits.Load() }
 // Wrap returns next guarded by the key store. It has the shape of a
 // server.ToolHandlerMiddleware, so it can also be given to server.Use.
 func (m *Middleware) Wrap(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return m.wrap(nil, next)
+}
+
+// WrapTool is Wrap for the one tool t, whose input schema says which
+// arguments it takes: the dedupe window compares only those (and the
+// scope), so a keyless resend that carries an argument the tool ignores (a
+// client's note, its own request id) is still the same call. A schema
+// that lists no properties leaves every argument counted. Keyed calls are
+// judged as by Wrap.
+func (m *Middleware) WrapTool(t mcp.Tool, next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	var declared map[string]bool
+	if len(t.InputSchema.Properties) > 0 {
+		declared = make(map[string]bool, len(t.InputSchema.Properties))
+		for name := range t.InputSchema.Properties {
+			declared[name] = true
+		}
+	}
+	return m.wrap(declared, next)
+}
+
+func (m *Middleware) wrap(declared map[string]bool, next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		w := write{tool: req.Params.Name, arrived: m.opts.Now()}
+		w := write{tool: req.Params.Name, arrived: m.opts.Now(), declared: declared}
 		w.session, w.client = sessionOf(ctx)
 		// Deferred, so a handler that panics (to the server's recovery) is
 		// still logged and counted.

@@ -142,12 +142,27 @@ func (s DedupeScope) String() string {
 
 // windowFingerprint is the SHA-256 (hex) of the canonical JSON object
 // {"args": A, "scope": S, "tool": T}: A the canonical arguments without the
-// key argument and IntentionalRepeatArg (also returned), S the scope's part
-// (null for ScopeNone), T the tool's name.
-func (m *Middleware) windowFingerprint(req mcp.CallToolRequest, client string) (string, []byte, error) {
+// key argument and IntentionalRepeatArg (also returned), and, when declared
+// is not nil (WrapTool), without those the tool does not declare; S the
+// scope's part (null for ScopeNone), T the tool's name.
+func (m *Middleware) windowFingerprint(req mcp.CallToolRequest, client string, declared map[string]bool) (string, []byte, error) {
 	v, args, err := canonicalArgs(req.GetRawArguments(), m.opts.KeyArg, IntentionalRepeatArg)
 	if err != nil {
 		return "", nil, err
+	}
+	if obj, ok := v.(map[string]any); ok && declared != nil {
+		undeclared := false
+		for name := range obj {
+			if !declared[name] {
+				delete(obj, name)
+				undeclared = true
+			}
+		}
+		if undeclared {
+			if args, err = canonical.Marshal(obj); err != nil {
+				return "", nil, fmt.Errorf("canonical arguments: %w", err)
+			}
+		}
 	}
 	var scope any
 	switch m.scope.kind {
@@ -191,7 +206,7 @@ func (m *Middleware) keyless(ctx context.Context, req mcp.CallToolRequest, next 
 	if m.window <= 0 {
 		return m.runUnprotected(ctx, req, next, w)
 	}
-	fp, args, err := m.windowFingerprint(req, w.client)
+	fp, args, err := m.windowFingerprint(req, w.client, w.declared)
 	if err != nil {
 		w.outcome = OutcomeInvalid
 		return decorate(refusal("invalid_arguments", "the arguments are not a JSON value: "+err.Error(), nil), false, ptr(false))

@@ -334,7 +334,7 @@ func TestWindowFingerprint(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, _, err := mw.windowFingerprint(c.req, c.client)
+		s, _, err := mw.windowFingerprint(c.req, c.client, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -577,7 +577,7 @@ func TestWindowCommit(t *testing.T) {
 	if replayed, _ := metaBool(res, MetaReplayed); !replayed || countRows(t, db) != 1 {
 		t.Errorf("keyless resend under the window: replayed=%v rows=%d, want true and 1", replayed, countRows(t, db))
 	}
-	fp, _, err := wf.mw.windowFingerprint(request("", windowOrder), "")
+	fp, _, err := wf.mw.windowFingerprint(request("", windowOrder), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
