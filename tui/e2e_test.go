@@ -182,3 +182,44 @@ func countOrders(t *testing.T, path string) int {
 	}
 	return n
 }
+
+// A call in flight (a CLI process whose demo server holds its answer),
+// seen in the console on the same journal: its preview offers no retry,
+// which r and the retry command refuse (State.Allows), and says why
+// (issue 44 item 13c).
+func TestEndToEndNoRetryOfferForACallInFlight(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil && os.Getenv("CI") != "true" {
+		t.Skip("tmux is not installed")
+	}
+	bin := buildBinary(t, "../cmd/mcp-confirm", "mcp-confirm")
+	dir := t.TempDir()
+	journal, demoDB := filepath.Join(dir, "journal.db"), filepath.Join(dir, "demo.db")
+	server := []string{"--", bin, "demo-server", "--db", demoDB, "--hang-after-commit", "1"}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	call := exec.CommandContext(ctx, bin, append([]string{"call", "create_order", "--db", journal, "--timeout", "120s",
+		"--args", `{"item":"widget","quantity":2,"buyer":"alice"}`}, server...)...)
+	if err := call.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); call.Wait() }() // also when the test fails
+	for end := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		out, err := exec.Command(bin, "show", "1", "--db", journal, "--json").Output()
+		var c struct{ State string }
+		if err == nil && json.Unmarshal(out, &c) == nil && c.State == "in_flight" {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("call 1 is not in flight: %v %s", err, out)
+		}
+	}
+
+	tm := newTerm(t, 100, 30, []string{"TERM=xterm-256color"}, append([]string{bin, "--db", journal}, server...)...)
+	tm.waitFor("mcp-confirm-demo running")
+	tm.press("Tab") // the in-flight tab
+	tm.waitFor("create_order", "retry  not now: in flight, its outcome is coming")
+	if s := tm.screen(); strings.Contains(s, "retry  safe:") {
+		t.Errorf("the console offers a retry of a call in flight:\n%s", s)
+	}
+}

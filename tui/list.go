@@ -779,6 +779,13 @@ func retrySafety(sh *shared, c pending.Call) string {
 	st := sh.st
 	t, ok := sh.toolOf(c, c.Tool)
 	switch {
+	case !c.State.Allows(pending.EventRetry):
+		// Whether a retry would be safe means nothing where r refuses
+		// (the one table, State.Allows): say why there is none.
+		if c.State == pending.StateInFlight {
+			return st.Faint.Render("not now: in flight, its outcome is coming; r works once it is unknown or failed")
+		}
+		return st.Faint.Render("none: " + string(c.State) + " is settled")
 	case !ok && !sh.listsToolsOf(c):
 		return st.Faint.Render("unknown until the server lists its tools")
 	case !ok:

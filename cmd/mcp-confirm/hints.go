@@ -50,3 +50,21 @@ func noPathText(err error) string {
 	}
 	return err.Error()
 }
+
+// decisionHint is the line that tells the operator what may be done next
+// with call id in state s, in commands self (mcp-confirm with its --db and
+// --policy) runs as printed. It offers only what State.Allows: retry
+// refuses a call in flight, so its hint is to wait for the outcome.
+func decisionHint(self string, id int64, s pending.State) string {
+	switch {
+	case s.Allows(pending.EventRetry) && s.Allows(pending.EventMark):
+		return fmt.Sprintf("Check it with '%s query %d', then '%s retry %d' (same key), '%s mark %d applied' or '%s abandon %d'.",
+			self, id, self, id, self, id, self, id)
+	case s.Allows(pending.EventRetry):
+		return fmt.Sprintf("To resend it with the same key, run '%s retry %d'.", self, id)
+	case s == pending.StateInFlight:
+		return fmt.Sprintf("It is still in flight: its outcome is coming (retry, mark and abandon wait until it is known or unknown); "+
+			"'%s show %d' shows where it stands.", self, id)
+	}
+	return fmt.Sprintf("'%s show %d' shows its state and history.", self, id)
+}

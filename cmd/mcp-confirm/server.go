@@ -409,7 +409,7 @@ func exitFor(e *env, g *globalOpts, cmd string, res guard.Result, err error) int
 				cmd, held.CallID, held.State, self, held.CallID)
 			return exitHeld
 		case errors.As(err, &pendingKey):
-			fmt.Fprintf(e.stderr, "mcp-confirm %s: %s.\nTo resend it with the same key, run '%s retry %d'.\n", cmd, msg, self, pendingKey.CallID)
+			fmt.Fprintf(e.stderr, "mcp-confirm %s: %s.\n%s\n", cmd, msg, decisionHint(self, pendingKey.CallID, pendingKey.State))
 			return exitHeld
 		case errors.Is(err, guard.ErrBadInput):
 			fmt.Fprintf(e.stderr, "mcp-confirm %s: %s.\nNothing was sent.\n", cmd, trimClass(msg))
@@ -424,6 +424,8 @@ func exitFor(e *env, g *globalOpts, cmd string, res guard.Result, err error) int
 			var decided *pending.DecidedError
 			if errors.As(err, &decided) {
 				id = strconv.FormatInt(decided.CallID, 10)
+			} else if res.Call.ID != 0 {
+				id = strconv.FormatInt(res.Call.ID, 10) // a hint the operator can run as printed
 			}
 			fmt.Fprintf(e.stderr, "mcp-confirm %s: %s.\nRun '%s show %s' to see the call's state and history.\n", cmd, trimClass(msg), self, id)
 			return exitBadInput
@@ -477,13 +479,12 @@ func exitFor(e *env, g *globalOpts, cmd string, res guard.Result, err error) int
 			// in. The exit code is unknown's: the journal holds a call to
 			// settle, as after any other unknown outcome.
 			fmt.Fprintf(e.stderr, "mcp-confirm %s: authorization needed: the outcome of call %d is unknown (%s); it was NOT resent.\n"+
-				"Run 'mcp-confirm login --url %s' (or give --header 'Authorization: Bearer ${TOKEN}'), then check it with '%s query %d' and decide: '%s retry %d' (same key), '%s mark %d applied' or '%s abandon %d'.\n",
-				cmd, id, termtext.Line(res.Call.Reason), shellQuote(authURL(g, res.Refusal)), self, id, self, id, self, id, self, id)
+				"Run 'mcp-confirm login --url %s' (or give --header 'Authorization: Bearer ${TOKEN}'); then: %s\n",
+				cmd, id, termtext.Line(res.Call.Reason), shellQuote(authURL(g, res.Refusal)), decisionHint(self, id, res.State))
 			return exitUnknown
 		}
-		fmt.Fprintf(e.stderr, "mcp-confirm %s: the outcome of call %d is unknown (%s); it was NOT resent.\n"+
-			"Check it with '%s query %d', then '%s retry %d' (same key), '%s mark %d applied' or '%s abandon %d'.\n",
-			cmd, id, termtext.Line(res.Call.Reason), self, id, self, id, self, id, self, id)
+		fmt.Fprintf(e.stderr, "mcp-confirm %s: the outcome of call %d is unknown (%s); it was NOT resent.\n%s\n",
+			cmd, id, termtext.Line(res.Call.Reason), decisionHint(self, id, res.State))
 		return exitUnknown
 	}
 	return exitOK
