@@ -85,12 +85,12 @@ func TestE2ENotAJournalUntouched(t *testing.T) {
 			}
 		},
 	}
-	for name, make := range makers {
+	for name, mk := range makers {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			w := newWorld(t, dir)
 			w.journal = filepath.Join(dir, "passwd")
-			make(t, w.journal)
+			mk(t, w.journal)
 			if err := os.Chmod(w.journal, 0o644); err != nil {
 				t.Fatal(err)
 			}
