@@ -148,22 +148,40 @@ func (r chainRow) hash() (string, error) {
 // appendDecision inserts a decision, chained to the journal's head, and
 // moves the head to it: inside the caller's write, so in the same
 // transaction as the decision and whatever it changed.
+//
+// A decision that moves the call (retry, mark, abandon) is also a link of
+// the call's own chain (callchain.go), after the write has set its state.
 func (j *Journal) appendDecision(ctx context.Context, c *sql.Conn, callID int64, action Action, operator, at, note string,
 	evidence json.RawMessage, attempt int) error {
-	return j.appendDecisionAs(ctx, c, callID, action, operator, j.host, at, note, evidence, attempt)
+	h, err := j.insertDecision(ctx, c, callID, action, operator, j.host, at, note, evidence, attempt)
+	if err != nil {
+		return err
+	}
+	if ev := decisionEvent(action); ev != "" {
+		return j.appendLink(ctx, c, callID, linkDecision, int64(attempt), ev, h)
+	}
+	return nil
 }
 
 // appendDecisionAs is appendDecision of a decision made on host (a copy
-// of another journal's, Copy).
+// of another journal's, Copy), with no link: the copied call's history
+// before the copy is the other journal's (its copied link, callchain.go).
 func (j *Journal) appendDecisionAs(ctx context.Context, c *sql.Conn, callID int64, action Action, operator, host, at, note string,
 	evidence json.RawMessage, attempt int) error {
+	_, err := j.insertDecision(ctx, c, callID, action, operator, host, at, note, evidence, attempt)
+	return err
+}
+
+// insertDecision is appendDecisionAs, returning the decision's hash.
+func (j *Journal) insertDecision(ctx context.Context, c *sql.Conn, callID int64, action Action, operator, host, at, note string,
+	evidence json.RawMessage, attempt int) (string, error) {
 	if j.pg != nil {
 		// Decisions take turns on the chain's lock: the write took it
 		// before it began (deciding, pg.go); taken again here, it is free for
 		// that session, and a write that forgot to queue waits here instead.
 		// What is hashed is what PostgreSQL's text will hold (pgText).
 		if _, err := j.exec(ctx, c, "SELECT pg_advisory_xact_lock(?, ?)", pgLockClass, pgLockChain); err != nil {
-			return fmt.Errorf("take the decision chain's lock: %w", err)
+			return "", fmt.Errorf("take the decision chain's lock: %w", err)
 		}
 		note, operator, host = pgText(note), pgText(operator), pgText(host)
 		if len(evidence) > 0 {
@@ -172,17 +190,17 @@ func (j *Journal) appendDecisionAs(ctx context.Context, c *sql.Conn, callID int6
 	}
 	prev, err := chainHead(ctx, c, j)
 	if err != nil {
-		return err
+		return "", err
 	}
 	var id int64
 	if err := j.queryRow(ctx, c, "SELECT coalesce(max(id), 0) + 1 FROM decisions").Scan(&id); err != nil {
-		return err
+		return "", err
 	}
 	row := chainRow{ID: id, CallID: callID, Action: string(action), Operator: operator, Host: host, At: at, Note: note,
 		Evidence: evidence, Attempt: int64(attempt), PrevHash: prev}
 	h, err := row.hash()
 	if err != nil {
-		return err
+		return "", err
 	}
 	var att any
 	if attempt != 0 {
@@ -190,11 +208,11 @@ func (j *Journal) appendDecisionAs(ctx context.Context, c *sql.Conn, callID int6
 	}
 	if _, err := j.exec(ctx, c, `INSERT INTO decisions (id, call_id, action, operator, host, at, note, evidence, attempt, prev_hash, hash)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, callID, action, operator, host, at, note, nullJSON(evidence), att, prev, h); err != nil {
-		return err
+		return "", err
 	}
 	_, err = j.exec(ctx, c, `INSERT INTO meta (name, value) VALUES (?, ?)
 		ON CONFLICT (name) DO UPDATE SET value = excluded.value`, metaChainHead, strconv.FormatInt(id, 10)+" "+h)
-	return err
+	return h, err
 }
 
 // chainHead is the hash a new decision chains to: the head kept in meta;
@@ -297,10 +315,16 @@ type ChainReport struct {
 	Head      string `json:"head"`      // its hash (GenesisHash when there is none): the log's anchor
 	// Broken is the first broken link; nil when the chain is intact.
 	Broken *BrokenLink `json:"broken,omitempty"`
+	// Calls is what the calls' own chains showed (callchain.go); nil for
+	// an export, which carries the decision log only.
+	Calls *CallLogReport `json:"calls,omitempty"`
 }
 
-// Intact reports whether no link was broken.
-func (r ChainReport) Intact() bool { return r.Broken == nil }
+// Intact reports whether no link was broken, of the decision log or of
+// any call's chain.
+func (r ChainReport) Intact() bool {
+	return r.Broken == nil && (r.Calls == nil || len(r.Calls.Problems) == 0)
+}
 
 // BrokenLink is where the chain first breaks: the decision at which it
 // does (0 when it is the head record), and why, in words for an operator.
@@ -364,7 +388,7 @@ func (k *chainChecker) add(s storedRow, where string) bool {
 
 // VerifyChain checks the journal's decision log: every decision against
 // its hash and the one before it, in id order, and the last against the
-// head record. It reads one snapshot; a broken chain is in the report,
+// head record; then every call against its own chain (verifyCalls). It reads one snapshot; a broken chain is in the report,
 // not an error (an error is a journal that could not be read).
 func (j *Journal) VerifyChain(ctx context.Context) (ChainReport, error) {
 	tx, err := j.snapshot(ctx)
@@ -390,15 +414,17 @@ func (j *Journal) VerifyChain(ctx context.Context) (ChainReport, error) {
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return ChainReport{}, err
 	}
-	if k.report.Broken != nil {
-		return k.report, nil
+	if k.report.Broken == nil {
+		var v string
+		err = tx.QueryRowContext(ctx, "SELECT value FROM meta WHERE name = ?", metaChainHead).Scan(&v)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return ChainReport{}, err
+		}
+		k.checkHead(v, err == nil)
 	}
-	var v string
-	err = tx.QueryRowContext(ctx, "SELECT value FROM meta WHERE name = ?", metaChainHead).Scan(&v)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if k.report.Calls, err = j.verifyCalls(ctx, tx); err != nil {
 		return ChainReport{}, err
 	}
-	k.checkHead(v, err == nil)
 	return k.report, nil
 }
 

@@ -287,9 +287,16 @@ func (j *Journal) insertCopy(ctx context.Context, c *sql.Conn, call Call, compen
 			return 0, err
 		}
 	}
-	_, err = j.exec(ctx, c, "INSERT INTO events (at, kind, call_id, detail) VALUES (?, ?, ?, ?)",
-		formatTime(j.now()), EventCopied, id, fmt.Sprintf("copied from %s call %d", from, call.ID))
-	return id, err
+	if _, err := j.exec(ctx, c, "INSERT INTO events (at, kind, call_id, detail) VALUES (?, ?, ?, ?)",
+		formatTime(j.now()), EventCopied, id, fmt.Sprintf("copied from %s call %d", from, call.ID)); err != nil {
+		return 0, err
+	}
+	// The copy starts the call's chain here (callchain.go): its intent as
+	// this journal holds it, in the state it was copied in.
+	content := intentRow{Server: call.Server, ServerAlias: call.ServerAlias, ServerIdentity: string(call.ServerIdentity), Tool: call.Tool,
+		Key: call.Key, Args: string(call.Args), Fingerprint: fp, CreatedAt: formatTime(call.CreatedAt), Compensates: compensates}.content()
+	q, args := j.linkInsert("SELECT id, state FROM calls WHERE id = ?", linkCopied, 0, "", content, call.Key)
+	return id, j.execAtCommit(ctx, c, q, append(args, id)...)
 }
 
 // optID is a reference column's value: NULL for none.

@@ -210,6 +210,31 @@ BEGIN SELECT RAISE(ABORT, 'decisions are append-only'); END;
 CREATE TRIGGER decisions_never_deleted BEFORE DELETE ON decisions
 BEGIN SELECT RAISE(ABORT, 'decisions are append-only'); END;
 `,
+	// 8: each call's own chain (callchain.go documents it): a link per
+	// intent, attempt's end and state-moving decision, so that verify sees
+	// a call's state, arguments or outcome rewritten by hand. Calls
+	// recorded before this migration have no intent link; meta says from
+	// which id on every call has one.
+	`
+CREATE TABLE links (
+	call_id   INTEGER NOT NULL,                   -- no REFERENCES: a link outlives a call deleted by hand, and verify names it
+	seq       INTEGER NOT NULL,                   -- 1, 2, ... per call
+	kind      TEXT    NOT NULL,                   -- intent, outcome, lost, resend, late, decision, copied
+	n         INTEGER NOT NULL,                   -- the attempt it ends (or a retry starts); 0 for none
+	event     TEXT    NOT NULL,                   -- the state machine's event (state.go); '' for none
+	state     TEXT    NOT NULL,                   -- the call's state after it
+	content   TEXT    NOT NULL,                   -- SHA-256 of what it covers
+	call_key  TEXT    NOT NULL DEFAULT '',        -- on an intent link: the call's key, to name it if the call is deleted
+	prev_hash TEXT    NOT NULL,                   -- hash of the call's link before it; 64 zeros for the first
+	hash      TEXT    NOT NULL,
+	PRIMARY KEY (call_id, seq)
+);
+CREATE TRIGGER links_append_only BEFORE UPDATE ON links
+BEGIN SELECT RAISE(ABORT, 'links are append-only'); END;
+CREATE TRIGGER links_never_deleted BEFORE DELETE ON links
+BEGIN SELECT RAISE(ABORT, 'links are append-only'); END;
+INSERT INTO meta (name, value) SELECT 'call_chain_from', coalesce(max(id), 0) + 1 FROM calls;
+`,
 }
 
 // migrationCode is the Go part of a migration (by number), run after its

@@ -324,7 +324,16 @@ func (j *Journal) loseCall(ctx context.Context, c *sql.Conn, id int64, reason, c
 	if _, err := c.ExecContext(ctx, "UPDATE calls SET state = ?, reason = ?, updated_at = ? WHERE id = ?", to, reason, now, id); err != nil {
 		return err
 	}
-	_, err = c.ExecContext(ctx, `UPDATE attempts SET outcome = 'unknown', reason = ?, clock = ?, ended_at = ?
-		WHERE call_id = ? AND outcome = 'pending'`, reason, clock, now, id)
-	return err
+	var n int
+	if err := j.queryRow(ctx, c, "SELECT coalesce(max(n), 0) FROM attempts WHERE call_id = ? AND outcome = 'pending'", id).Scan(&n); err != nil {
+		return err
+	}
+	if _, err = c.ExecContext(ctx, `UPDATE attempts SET outcome = 'unknown', reason = ?, clock = ?, ended_at = ?
+		WHERE call_id = ? AND outcome = 'pending'`, reason, clock, now, id); err != nil {
+		return err
+	}
+	if n == 0 { // no attempt was open: the loss is the call's alone
+		return j.appendLink(ctx, c, id, linkLost, 0, EventLost, GenesisHash)
+	}
+	return j.appendAttemptLink(ctx, c, id, linkLost, n, EventLost) // the call's chain (callchain.go)
 }

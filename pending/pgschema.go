@@ -175,6 +175,29 @@ ALTER TABLE decisions DROP CONSTRAINT decisions_action_check;
 ALTER TABLE decisions ADD CONSTRAINT decisions_action_check
 	CHECK (action IN ('query', 'retry', 'abandon', 'mark', 'note', 'ack', 'compensate'));
 `,
+	// 5: each call's own chain (SQLite's 8, callchain.go).
+	`
+CREATE TABLE links (
+	call_id   BIGINT  NOT NULL,
+	seq       INTEGER NOT NULL,
+	kind      TEXT    NOT NULL,
+	n         INTEGER NOT NULL,
+	event     TEXT    NOT NULL,
+	state     TEXT    NOT NULL,
+	content   TEXT    NOT NULL,
+	call_key  TEXT    NOT NULL DEFAULT '',
+	prev_hash TEXT    NOT NULL,
+	hash      TEXT    NOT NULL,
+	PRIMARY KEY (call_id, seq)
+);
+CREATE TRIGGER links_append_only BEFORE UPDATE ON links FOR EACH ROW
+	EXECUTE FUNCTION mcp_confirm_refuse('links are append-only');
+CREATE TRIGGER links_never_deleted BEFORE DELETE ON links FOR EACH ROW
+	EXECUTE FUNCTION mcp_confirm_refuse('links are append-only');
+CREATE TRIGGER links_never_truncated BEFORE TRUNCATE ON links FOR EACH STATEMENT
+	EXECUTE FUNCTION mcp_confirm_refuse('links are append-only');
+INSERT INTO meta (name, value) SELECT 'call_chain_from', (coalesce(max(id), 0) + 1)::text FROM calls;
+`,
 }
 
 // pgLockClass is the first key of every advisory lock the journal takes

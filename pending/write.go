@@ -107,13 +107,15 @@ func (j *Journal) RecordIntent(ctx context.Context, in Intent) (Call, error) {
 	}
 	row := []any{in.Server, in.ServerAlias, string(in.ServerIdentity), in.Tool, in.Kind, in.KindSource, in.Key,
 		string(in.Args), in.Fingerprint, strings.Join(seals, " "), j.Owner(), ts, ts, compensates}
+	content := intentRow{Server: in.Server, ServerAlias: in.ServerAlias, ServerIdentity: string(in.ServerIdentity), Tool: in.Tool,
+		Key: in.Key, Args: string(in.Args), Fingerprint: in.Fingerprint, CreatedAt: ts, Compensates: in.Compensates}.content()
 	var id int64
 	var err error
 	if j.pg != nil {
 		// One round trip, when no check finds anything; id 0 when one
 		// does (or the owner lock is not held), and the write below,
 		// which says which, runs.
-		id, err = j.pg.recordIntentAtOnce(ctx, j, in, row, now)
+		id, err = j.pg.recordIntentAtOnce(ctx, j, in, row, content, now)
 	}
 	if id == 0 && err == nil {
 		err = j.write(ctx, durable, func(ctx context.Context, c *sql.Conn) error {
@@ -131,9 +133,13 @@ func (j *Journal) RecordIntent(ctx context.Context, in Intent) (Call, error) {
 			if err != nil {
 				return err
 			}
-			return j.execAtCommit(ctx, c, `INSERT INTO attempts (call_id, n, session, owner, sent_at)
+			if err := j.execAtCommit(ctx, c, `INSERT INTO attempts (call_id, n, session, owner, sent_at)
 				SELECT id, 1, ?, ?, ? FROM calls WHERE server = ? AND tool = ? AND key = ?`,
-				in.Session, j.Owner(), ts, in.Server, in.Tool, in.Key)
+				in.Session, j.Owner(), ts, in.Server, in.Tool, in.Key); err != nil {
+				return err
+			}
+			q, args := j.linkInsert("SELECT id, state FROM calls WHERE server = ? AND tool = ? AND key = ?", linkIntent, 0, "", content, in.Key)
+			return j.execAtCommit(ctx, c, q, append(args, in.Server, in.Tool, in.Key)...)
 		})
 	}
 	if errors.Is(err, ErrCommitUnconfirmed) {
@@ -276,6 +282,14 @@ func (o Outcome) attemptOutcome() (AttemptOutcome, error) {
 const attemptEnd = `outcome = ?, reason = ?, clock = ?, ended_at = ?, result = ?, error = ?, rpc_id = ?,
 	session = CASE WHEN ? = 0 THEN session ELSE ? END`
 
+// outcomeContent is the content of the link of an attempt that
+// attemptEnd ended (callchain.go): the attempt was pending, so not late.
+func outcomeContent(n int, outcome AttemptOutcome, o Outcome, ts string) string {
+	opt := func(b json.RawMessage) sql.NullString { return sql.NullString{String: string(b), Valid: len(b) > 0} }
+	return attemptRow{N: int64(n), Outcome: string(outcome), Reason: o.Reason, Clock: o.Clock, RPCID: o.RPCID,
+		EndedAt: sql.NullString{String: ts, Valid: true}, Result: opt(o.Result), Error: opt(o.Error)}.content()
+}
+
 func attemptEndArgs(outcome AttemptOutcome, o Outcome, ts string) []any {
 	return []any{outcome, o.Reason, o.Clock, ts, nullJSON(o.Result), nullJSON(o.Error), o.RPCID, o.Session, o.Session}
 }
@@ -319,7 +333,10 @@ func (j *Journal) RecordOutcome(ctx context.Context, callID int64, n int, o Outc
 			append(attemptEndArgs(outcome, o, ts), callID, n)...); err != nil {
 			return err
 		}
-		return j.execAtCommit(ctx, c, "UPDATE calls SET state = ?, reason = ?, updated_at = ? WHERE id = ?", to, o.Reason, ts, callID)
+		if err := j.execAtCommit(ctx, c, "UPDATE calls SET state = ?, reason = ?, updated_at = ? WHERE id = ?", to, o.Reason, ts, callID); err != nil {
+			return err
+		}
+		return j.appendLink(ctx, c, callID, linkOutcome, int64(n), o.Event, outcomeContent(n, outcome, o, ts))
 	})
 }
 
@@ -353,6 +370,9 @@ func (j *Journal) ResendAfterRefusal(ctx context.Context, callID int64, n int, o
 			outcome, o.Reason, ts, o.RPCID, o.Session, o.Session, callID, n); err != nil {
 			return err
 		}
+		if err := j.appendAttemptLink(ctx, c, callID, linkResend, n, ""); err != nil {
+			return err
+		}
 		if _, err := j.exec(ctx, c, "INSERT INTO attempts (call_id, n, session, owner, sent_at) VALUES (?, ?, ?, ?, ?)",
 			callID, n+1, session, j.Owner(), ts); err != nil {
 			return err
@@ -380,7 +400,7 @@ func (j *Journal) RecordLateResult(ctx context.Context, callID int64, n int, o O
 		return fmt.Errorf("late result must be succeeded or failed, not %q", o.Event)
 	}
 	ts := formatTime(j.now())
-	return j.write(ctx, durable, func(ctx context.Context, c *sql.Conn) error {
+	return j.write(ctx, durable, func(ctx context.Context, c *sql.Conn) (err error) {
 		state, current, attemptOutcome, err := j.attemptState(ctx, c, callID, n)
 		if err != nil {
 			return err
@@ -392,6 +412,13 @@ func (j *Journal) RecordLateResult(ctx context.Context, callID int64, n int, o O
 			WHERE call_id = ? AND n = ?`, outcome, nullJSON(o.Result), nullJSON(o.Error), callID, n); err != nil {
 			return err
 		}
+		// The late answer's link, once the call's state below is set.
+		var ev Event
+		defer func() {
+			if err == nil {
+				err = j.appendAttemptLink(ctx, c, callID, linkLate, n, ev)
+			}
+		}()
 		detail := fmt.Sprintf("attempt %d answered %s after it ended unknown", n, outcome)
 		if _, err := j.exec(ctx, c, "INSERT INTO events (at, kind, call_id, detail) VALUES (?, ?, ?, ?)",
 			ts, EventLateResult, callID, detail); err != nil {
@@ -407,6 +434,7 @@ func (j *Journal) RecordLateResult(ctx context.Context, callID int64, n int, o O
 			if o.CallerToldUnknown {
 				lateAt = ts
 			}
+			ev = o.Event
 			_, err = j.exec(ctx, c, "UPDATE calls SET state = ?, reason = ?, late_settled_at = ?, updated_at = ? WHERE id = ?",
 				to, "late result of attempt "+fmt.Sprint(n), lateAt, ts, callID)
 			return err
