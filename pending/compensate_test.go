@@ -7,6 +7,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // TestCompensateLinksTheCalls: the decision to compensate is recorded on
@@ -108,11 +109,16 @@ func TestMigrationToCompensate(t *testing.T) {
 			VALUES ('demo', 'create_order', 'write', 'default', 'k-1', '{}', 'fp', 'unknown', '2026-01-01T00:00:00.000000000Z', '2026-01-01T00:00:00.000000000Z')`)
 		return err
 	})
-	if err == nil {
-		err = j.Decide(ctx, c.ID, DecisionInput{Action: ActionNote, Operator: "op", Note: "looked"})
-	}
-	if err == nil {
-		err = j.Decide(ctx, c.ID, DecisionInput{Action: ActionMark, Operator: "op", Note: "found it"})
+	// The decisions as schema 6 holds them: no link (schema 8's) with them.
+	for _, d := range []struct {
+		a    Action
+		note string
+	}{{ActionNote, "looked"}, {ActionMark, "found it"}} {
+		if err == nil {
+			err = j.write(ctx, deciding, func(ctx context.Context, conn *sql.Conn) error {
+				return j.appendDecisionAs(ctx, conn, c.ID, d.a, "op", "", formatTime(time.Now()), d.note, nil, 0)
+			})
+		}
 	}
 	j.Close()
 	migrations = all

@@ -27,8 +27,8 @@ func verifyJournal(t *testing.T) string {
 func TestVerify(t *testing.T) {
 	db := verifyJournal(t)
 	out, errOut, code := runIn(t, "verify", "--db", db)
-	if code != exitOK || errOut != "" || strings.Count(out, "\n") != 1 ||
-		!strings.HasPrefix(out, "decision log intact: 3 decisions, head decision 3 sha256 ") {
+	if code != exitOK || errOut != "" || strings.Count(out, "\n") != 2 || !strings.HasPrefix(out, "calls intact: 2 calls, 5 links\n") ||
+		!strings.Contains(out, "\ndecision log intact: 3 decisions, head decision 3 sha256 ") {
 		t.Fatalf("verify on a clean log: %d %q %q", code, out, errOut)
 	}
 	head := strings.TrimSpace(out[strings.LastIndex(out, " "):])
@@ -61,7 +61,7 @@ func TestVerify(t *testing.T) {
 	}
 	sdb.Close()
 	out, errOut, code = runIn(t, "verify", "--db", db)
-	if code != exitFailed || !strings.HasPrefix(out, "decision log broken at decision 3 (call 1): decision 3 does not follow decision 1") ||
+	if code != exitFailed || !strings.Contains(out, "\ndecision log broken at decision 3 (call 1): decision 3 does not follow decision 1") ||
 		strings.Count(errOut, "\n") != 1 {
 		t.Fatalf("verify after a deletion: %d %q %q", code, out, errOut)
 	}
