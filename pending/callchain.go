@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -274,6 +275,8 @@ type storedLink struct {
 	PrevHash, Hash                   string
 }
 
+type attemptSeen struct{ content, outcome string }
+
 type chainedCall struct {
 	ID    int64
 	State State
@@ -315,7 +318,9 @@ func (j *Journal) verifyCalls(ctx context.Context, tx *sql.Tx) (*CallLogReport, 
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return nil, err
 	}
-	attempts := map[int64]map[int64]attemptRow{}
+	// Each attempt as its hash and outcome only: a journal's results can
+	// be large, and verify reads every one.
+	attempts := map[int64]map[int64]attemptSeen{}
 	if rows, err = tx.QueryContext(ctx, "SELECT call_id, "+attemptRowColumns+" FROM attempts"); err != nil {
 		return nil, err
 	}
@@ -327,9 +332,9 @@ func (j *Journal) verifyCalls(ctx context.Context, tx *sql.Tx) (*CallLogReport, 
 			return nil, err
 		}
 		if attempts[id] == nil {
-			attempts[id] = map[int64]attemptRow{}
+			attempts[id] = map[int64]attemptSeen{}
 		}
-		attempts[id][a.N] = a
+		attempts[id][a.N] = attemptSeen{content: a.content(), outcome: a.Outcome}
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return nil, err
@@ -407,7 +412,7 @@ func (j *Journal) verifyCalls(ctx context.Context, tx *sql.Tx) (*CallLogReport, 
 // checkCall checks one call against its links; covered is true when the
 // chain begins with the call's intent (or copy). mustCover: the call was
 // recorded after the chain covered calls.
-func checkCall(c chainedCall, ls []storedLink, atts map[int64]attemptRow, decisions map[string]int64, mustCover bool) (covered bool, problem string) {
+func checkCall(c chainedCall, ls []storedLink, atts map[int64]attemptSeen, decisions map[string]int64, mustCover bool) (covered bool, problem string) {
 	if len(ls) == 0 {
 		if mustCover {
 			return false, fmt.Sprintf("call %d has no chained links, though it was recorded after the chain covered calls: its links were deleted by hand", c.ID)
@@ -477,20 +482,21 @@ func checkCall(c chainedCall, ls []storedLink, atts map[int64]attemptRow, decisi
 		}
 		state = State(l.State)
 	}
-	for n, l := range newest {
+	for _, n := range slices.Sorted(maps.Keys(newest)) {
+		l := newest[n]
 		a, ok := atts[n]
 		switch {
 		case !ok:
 			return covered, fmt.Sprintf("attempt %d is gone, though link %d records how it ended: it was deleted by hand", n, l.Seq)
-		case a.content() != l.Content:
+		case a.content != l.Content:
 			return covered, fmt.Sprintf("attempt %d was changed after link %d recorded how it ended (%s): its outcome, reason, result or error "+
 				"no longer match", n, l.Seq, l.Kind)
 		}
 	}
 	if covered && !copied {
-		for n, a := range atts {
-			if _, ok := newest[n]; !ok && a.Outcome != string(OutcomePending) {
-				return covered, fmt.Sprintf("attempt %d is %s, but no link records how it ended: it was rewritten by hand", n, a.Outcome)
+		for _, n := range slices.Sorted(maps.Keys(atts)) {
+			if a := atts[n]; newest[n] == (storedLink{}) && a.outcome != string(OutcomePending) {
+				return covered, fmt.Sprintf("attempt %d is %s, but no link records how it ended: it was rewritten by hand", n, a.outcome)
 			}
 		}
 	}

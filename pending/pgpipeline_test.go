@@ -290,6 +290,11 @@ func TestPGGuardedWriteRoundTrips(t *testing.T) {
 	if got != want {
 		t.Fatalf("a guarded write made %.2f round trips, want %d", got, want)
 	}
+	// and those two trips wrote each call's links (callchain.go)
+	rep, err := j.VerifyChain(ctx)
+	if err != nil || !rep.Intact() || rep.Calls.Links != 2*(10+runs) || rep.Calls.Covered != 10+runs {
+		t.Fatalf("the calls' chains after one-trip writes: %+v %+v (%v)", rep, rep.Calls, err)
+	}
 }
 
 // The outcome's one-trip statement (recordOutcomeAtOnce) ends only the
