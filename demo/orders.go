@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -173,6 +174,21 @@ func (s *Server) hangAfterCommit(next server.ToolHandlerFunc) server.ToolHandler
 			s.log.Warn("committed, answering late (--answer-after)", "key", idempotencyKey(req), "after", s.opts.AnswerAfter)
 			time.Sleep(s.opts.AnswerAfter)
 			return res, err
+		}
+		if s.opts.AnswerWhen != "" {
+			s.log.Warn("committed, answering once the file exists (--answer-when)", "key", idempotencyKey(req), "file", s.opts.AnswerWhen)
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				if _, statErr := os.Stat(s.opts.AnswerWhen); statErr == nil {
+					return res, err
+				}
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-tick.C:
+				}
+			}
 		}
 		s.log.Warn("committed, now hanging without an answer (--hang-after-commit)", "key", idempotencyKey(req))
 		<-ctx.Done()

@@ -57,6 +57,10 @@ type Options struct {
 	// after all, this long after their commit, even if the client gave up
 	// on them meanwhile: the response that was late, not lost.
 	AnswerAfter time.Duration
+	// AnswerWhen, with HangAfterCommit, makes those executions answer once
+	// a file at this path exists (a test's "now"), or never if the client
+	// gives up first.
+	AnswerWhen string
 	// UnusableAnswer: the first N create_order answers are replaced, on the
 	// wire, by a line that is not a usable tool result (answers.go).
 	UnusableAnswer int

@@ -57,6 +57,7 @@ address it bound (127.0.0.1:0 picks a free port).`,
 	fs.BoolVar(&o.ExpireSessions, "expire-sessions", false, "with --http: after each create_order, its session is expired (later requests on it get 404)")
 	fs.StringSliceVar(&o.Protocols, "protocols", nil, "with --http: the protocol versions offered, comma-separated (default: all mcp-go knows); 2025 versions only make clients keep a session, whose streams resume")
 	fs.DurationVar(&o.AnswerAfter, "answer-after", 0, "with --hang-after-commit: answer after all, this long after the commit (a late, not lost, response)")
+	fs.StringVar(&o.AnswerWhen, "answer-when", "", "with --hang-after-commit: answer after all, once this FILE exists (for tests)")
 	fs.IntVar(&o.UnusableAnswer, "unusable-answer", 0, "the first N create_order answers are replaced by a line that is not a usable tool result (kind drawn per answer with --seed)")
 	fs.IntVar(&o.AnswerTwice, "answer-twice", 0, "the first N create_order answers are written twice; the second copy differs (another order_id) when the order id is odd")
 	fs.Float64Var(&o.FailRate, "fail-rate", 0, "share (0 to 1) of create_order executions that fail before committing")
