@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,12 +19,32 @@ import (
 // Liveness (SPEC §3). Every process that opens the journal holds an
 // exclusive flock on its own lock file in "<journal>.owners/". The kernel
 // drops the lock when the process dies, however it dies, so "its lock file
-// can be locked by someone else" is proof the owner is gone. A PID is never
-// trusted: PIDs are reused.
+// can be locked by someone else" is proof the owner is gone. A PID alone
+// is never trusted: PIDs are reused.
+//
+// A lock file is only a file, though: a cleaner that empties the owners
+// folder (or replaces a file in it) would make a live owner look dead, and
+// another process would recover its calls as "after unclean shutdown" while
+// it is still sending them (issue 44). So the lock file is not the only
+// signal (ownerLive):
+//
+//   - on Linux, the owner also holds an OFD lock on a byte of the journal
+//     file itself (liveness_linux.go), which no file cleaner can take away;
+//   - where it cannot (not Linux, or a file system without such locks),
+//     its id is tagged with its pid and that process's start time
+//     (ownerTag), and a missing or replaced lock file is "cannot tell"
+//     while that process runs;
+//   - within this process, the owners of its open journals (liveOwners);
+//   - and the lock file, which the owner puts back when it notices it
+//     gone (ensure), and which holds its notes (unrecorded.go).
+//
+// An owner is dead only when every signal it has says so.
 
 type ownerLock struct {
 	id   string
 	path string
+
+	slotFD *os.File // holds the owner's slot on the journal; nil: the id is tagged instead
 
 	mu    sync.Mutex
 	f     *os.File    // the locked file; nil once released
@@ -31,17 +52,122 @@ type ownerLock struct {
 	noted bool        // a note was written (unrecorded.go): the file outlives this owner
 }
 
+// liveOwners are the owners of this process's open journals. Their slots
+// are held through one shared descriptor, and a lock never conflicts with
+// another of its own descriptor, so this process cannot see them by the
+// slots: it asks here.
+var liveOwners struct {
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+func liveHere(id string) bool {
+	liveOwners.mu.Lock()
+	defer liveOwners.mu.Unlock()
+	return liveOwners.ids[id]
+}
+
+// slotUsedHere reports whether an owner of this process has slot already:
+// a second owner on it would lose its lock when the first releases it.
+func slotUsedHere(slot int64) bool {
+	liveOwners.mu.Lock()
+	defer liveOwners.mu.Unlock()
+	for id := range liveOwners.ids {
+		if ownerSlot(id) == slot {
+			return true
+		}
+	}
+	return false
+}
+
+func setLiveHere(id string, live bool) {
+	liveOwners.mu.Lock()
+	defer liveOwners.mu.Unlock()
+	if liveOwners.ids == nil {
+		liveOwners.ids = map[string]bool{}
+	}
+	if live {
+		liveOwners.ids[id] = true
+	} else {
+		delete(liveOwners.ids, id)
+	}
+}
+
 func ownersDir(journal string) string { return journal + ".owners" }
 
-// acquireOwner creates and locks a fresh owner file.
+// acquireOwner takes a fresh owner id for the journal: its slot on the
+// journal where it can have one (else an id tagged with this process), and
+// its locked lock file.
 func acquireOwner(journal string) (*ownerLock, error) {
-	id := ulid.Make().String()
+	var id string
+	var slotFD *os.File
+	for range 8 {
+		id = ulid.Make().String()
+		if slotUsedHere(ownerSlot(id)) {
+			continue
+		}
+		fd, taken, err := takeSlot(journal, id)
+		if err != nil {
+			break
+		}
+		if taken {
+			slotFD = fd
+			break
+		}
+		// Another live owner has this id's slot (1 in 2^40): another id.
+	}
+	if slotFD == nil {
+		id = ulid.Make().String() + ownerTag(os.Getpid())
+	}
 	final := filepath.Join(ownersDir(journal), id+".lock")
 	f, info, err := lockFile(final)
 	if err != nil {
+		if slotFD != nil {
+			freeSlot(slotFD, id)
+		}
 		return nil, err
 	}
-	return &ownerLock{id: id, path: final, f: f, info: info}, nil
+	setLiveHere(id, true)
+	return &ownerLock{id: id, path: final, slotFD: slotFD, f: f, info: info}, nil
+}
+
+// ownerTag is what an owner without a slot adds to its id: "-p<pid>", and
+// "-s<start>" when its process start time is known. Owner ids are ULIDs
+// (26 letters and digits) with nothing after them but this tag.
+func ownerTag(pid int) string {
+	tag := "-p" + strconv.Itoa(pid)
+	if start := processStart(pid); start != "" {
+		tag += "-s" + start
+	}
+	return tag
+}
+
+// taggedProcess is the pid and start time ("" if not given) an owner id is
+// tagged with; ok is false for an id with no tag (its owner took a slot).
+func taggedProcess(id string) (pid int, start string, ok bool) {
+	_, tag, found := strings.Cut(id, "-p")
+	if !found {
+		return 0, "", false
+	}
+	p, start, _ := strings.Cut(tag, "-s")
+	pid, err := strconv.Atoi(p)
+	if err != nil || pid <= 0 {
+		return 0, "", false
+	}
+	return pid, start, true
+}
+
+// processRuns reports whether process pid runs, and (when start is given
+// and can be read) is the one that started at start, not a later one that
+// got its pid. A process of another user that cannot be signalled runs.
+func processRuns(pid int, start string) bool {
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	if now := processStart(pid); start != "" && now != "" && now != start {
+		return false
+	}
+	return true
 }
 
 // lockFile creates the lock file at final and locks it. It is locked under a
@@ -110,6 +236,11 @@ func (o *ownerLock) release() error {
 	} // else left for the recovery that reads its notes, which removes it
 	err = errors.Join(err, o.f.Close())
 	o.f = nil
+	// Its in-flight calls become recoverable now, as when a process dies.
+	setLiveHere(o.id, false)
+	if o.slotFD != nil {
+		err = errors.Join(err, freeSlot(o.slotFD, o.id))
+	}
 	return err
 }
 
@@ -127,31 +258,67 @@ func (o *ownerLock) writeNote(b []byte, off int64) error {
 	return o.f.Sync()
 }
 
-// ownerAlive reports whether the owner id still holds its lock. When the
+// ownerAlive reports whether the owner id lives (ownerLive). When the
 // owner is dead it returns a release func that removes the stale lock file;
 // call it after the recovery that depends on the answer has committed.
 func ownerAlive(journal, id string) (alive bool, release func(), err error) {
-	if id == "" || strings.ContainsAny(id, `/\.`) {
+	alive, f, err := ownerLive(journal, id)
+	if err != nil || alive {
+		return alive, nil, err
+	}
+	if f == nil {
 		return false, func() {}, nil
+	}
+	return false, func() { os.Remove(f.Name()); f.Close() }, nil
+}
+
+// ownerLive asks every signal of owner id's life (see the top of the
+// file); the owner is dead only when none says it lives. For a dead owner
+// with a lock file, that file is returned locked, for the caller to remove
+// or close.
+func ownerLive(journal, id string) (alive bool, lockFile *os.File, err error) {
+	if id == "" || strings.ContainsAny(id, `/\.`) {
+		return false, nil, nil
+	}
+	if liveHere(id) {
+		return true, nil, nil
+	}
+	pid, start, tagged := taggedProcess(id)
+	if !tagged {
+		// The owner took a slot on the journal (or is of a build before
+		// slots, which only the lock file tells of).
+		if held, err := slotHeld(journal, id); err != nil || held {
+			return held, nil, err
+		}
 	}
 	path := filepath.Join(ownersDir(journal), id+".lock")
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, func() {}, nil
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		f = nil // removed: the other signals tell
+	case err != nil:
 		return false, nil, err
+	default:
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return true, nil, nil
+		}
+		if err != nil {
+			f.Close()
+			return false, nil, err
+		}
 	}
-	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-	if errors.Is(err, syscall.EWOULDBLOCK) {
-		f.Close()
+	// No lock held. An owner without a slot may still run with its lock
+	// file removed or replaced: as long as its process runs, it cannot be
+	// told dead.
+	if tagged && processRuns(pid, start) {
+		if f != nil {
+			f.Close()
+		}
 		return true, nil, nil
 	}
-	if err != nil {
-		f.Close()
-		return false, nil, err
-	}
-	return false, func() { os.Remove(path); f.Close() }, nil
+	return false, f, nil
 }
 
 // Recover turns every in_flight call whose owner process is gone into
@@ -273,25 +440,14 @@ func (j *Journal) deadOwnerInFlight(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
-// ownerHoldsLock is ownerAlive without the clean-up: a free lock is
-// unlocked again at once and its file left in place.
+// ownerHoldsLock is ownerAlive without the clean-up: a free lock file is
+// unlocked again at once and left in place.
 func ownerHoldsLock(journal, id string) (bool, error) {
-	if id == "" || strings.ContainsAny(id, `/\.`) {
-		return false, nil
+	alive, f, err := ownerLive(journal, id)
+	if f != nil {
+		f.Close()
 	}
-	f, err := os.OpenFile(filepath.Join(ownersDir(journal), id+".lock"), os.O_RDWR, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-	if errors.Is(err, syscall.EWOULDBLOCK) {
-		return true, nil
-	}
-	return false, err
+	return alive, err
 }
 
 // sweepOwners removes lock files of dead owners that left nothing in flight.
