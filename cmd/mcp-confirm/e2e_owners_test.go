@@ -1,0 +1,126 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// cleanOwners runs a cleaner, as its own process, on the journal's owners
+// folder: it removes the folder, or replaces each lock file in it by a
+// copy (a new file, unlocked, with the same bytes), as a sync tool or a
+// tidy-up script does.
+func (w *world) cleanOwners(t *testing.T, how string) {
+	t.Helper()
+	dir := w.journal + ".owners"
+	var cmd *exec.Cmd
+	switch how {
+	case "remove":
+		cmd = exec.Command("rm", "-rf", dir)
+	case "replace":
+		cmd = exec.Command("/bin/sh", "-c", `n=0; for f in "$0"/*.lock; do cp "$f" "$f.copy" && mv "$f.copy" "$f" && n=$((n+1)); done; [ $n -gt 0 ]`, dir)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("cleaner (%s %s): %v\n%s", how, dir, err, out)
+	}
+}
+
+// TestE2EOwnerLockCleanedUnderLiveCall: while a write is out (the server
+// committed it and holds its answer), a cleaner removes or replaces the
+// call's owner lock file. Issue 44, item 3: the next command declared the
+// live call "recovered after unclean shutdown", the operator retried, and
+// a server that ignores keys ran it twice. Now the live owner is still
+// seen alive (its lock on the journal itself), so list shows the call in
+// flight and retry refuses it; when the answer comes, the live process
+// prints what the journal says.
+func TestE2EOwnerLockCleanedUnderLiveCall(t *testing.T) {
+	for _, how := range []string{"remove", "replace"} {
+		t.Run(how, func(t *testing.T) {
+			w := newWorld(t, t.TempDir())
+			db := w.db()
+			answer := filepath.Join(w.dir, "answer-now")
+			bg := w.startCall(t, `{"item":"widget","quantity":1,"buyer":"bob"}`, []string{"--timeout", "120s"},
+				"--hang-after-commit", "1", "--answer-when", answer)
+			key := w.waitSentKey(t, nil, time.Minute)
+			waitRecord(t, db, key, "completed", time.Minute)
+
+			w.cleanOwners(t, how)
+
+			// A read command (which recovers dead owners' calls before it
+			// reads) and a writing one (retry opens, and recovers, first).
+			calls := w.list()
+			if len(calls) != 1 || calls[0].State != "in_flight" || calls[0].Reason != "" || calls[0].Key != key {
+				t.Fatalf("with its owner alive, the call must be in flight; list shows %+v", calls)
+			}
+			id := calls[0].ID
+			r := w.run(append([]string{"retry", strconv.FormatInt(id, 10), "--any-server"}, w.server()...)...)
+			wantExit(t, r, exitBadInput, "retry of a call in flight")
+			if !strings.Contains(r.stderr, "in_flight") {
+				t.Fatalf("retry should say the call is in flight:\n%s", r)
+			}
+			if c := w.show(id); c.State != "in_flight" || len(c.Attempts) != 1 || c.Attempts[0].EndedAt != nil {
+				t.Fatalf("after retry was refused: %+v", c)
+			}
+			select {
+			case <-bg.done:
+				t.Fatalf("the call ended before its answer was released:\n%s", bg.result())
+			default:
+			}
+
+			// The server answers; the live process records and prints it.
+			if err := os.WriteFile(answer, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := bg.wait(); err != nil {
+				t.Fatalf("call: %v\n%s", err, bg.result())
+			}
+			res := bg.result()
+			wantExit(t, res, exitOK, "the live call, answered")
+			out := parseCallOut(t, res)
+			c := w.show(id)
+			if out.State != "succeeded" || out.State != c.State || out.Reason != c.Reason || out.Key != key {
+				t.Fatalf("the live process printed %+v; the journal says %s (%q)", out, c.State, c.Reason)
+			}
+			if len(c.Attempts) != 1 || c.Attempts[0].Outcome != "succeeded" || c.Attempts[0].Late {
+				t.Fatalf("want its one attempt succeeded on time: %+v", c.Attempts)
+			}
+			if got := w.sent("create_order"); got[key] != 1 || len(got) != 1 {
+				t.Fatalf("the key must have been sent once; wire log has %v", got)
+			}
+			if n := ordersFor(t, db, key); n != 1 {
+				t.Fatalf("want 1 order, got %d", n)
+			}
+		})
+	}
+}
+
+// TestE2EKillClientOwnersRemoved: the owner's lock file gone AND its
+// process killed with SIGKILL: nothing of it lives, so the next command
+// recovers its call as unknown, however its lock file went.
+func TestE2EKillClientOwnersRemoved(t *testing.T) {
+	w := newWorld(t, t.TempDir())
+	db := w.db()
+	bg := w.startCall(t, `{"item":"widget","quantity":1,"buyer":"bob"}`, []string{"--timeout", "120s"}, "--hang-after-commit", "1")
+	key := w.waitSentKey(t, nil, time.Minute)
+	waitRecord(t, db, key, "completed", time.Minute)
+	w.cleanOwners(t, "remove")
+	if err := bg.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := bg.wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("the client should have died of SIGKILL, got %v", err)
+	}
+	calls := w.list()
+	if len(calls) != 1 || calls[0].State != "unknown" || calls[0].Reason != "recovered after unclean shutdown" ||
+		calls[0].AttemptCount != 1 || calls[0].Key != key {
+		t.Fatalf("after kill -9: want unknown, recovered after unclean shutdown, 1 attempt; got %+v", calls)
+	}
+	if got := w.sent("create_order"); got[key] != 1 || len(got) != 1 {
+		t.Fatalf("nothing may be resent after the crash; wire log has %v", got)
+	}
+}
