@@ -2,8 +2,7 @@ package guard
 
 import (
 	"context"
-	"os"
-	"path/filepath"
+	"database/sql"
 	"testing"
 
 	"github.com/mcp-confirm/mcp-confirm/mcpclient"
@@ -11,24 +10,34 @@ import (
 )
 
 // TestAnswerToARecoveredAttemptIsKept: while this process waits for the
-// server, another process recovers its call as unknown (here because a
-// cleanup removed this owner's lock file, so it looked dead). The server's
-// success must still be recorded, as a late answer, never dropped with
-// "attempt already ended", and never reported as a journal failure.
+// server, another process recovers its call as unknown, as it would if
+// this owner looked dead to it. The server's success must still be
+// recorded, as a late answer, never dropped with "attempt already ended",
+// and never reported as a journal failure.
+//
+// A live owner no longer looks dead when a cleanup removes its lock file
+// (issue 44: it also holds a lock on the journal itself), so the call is
+// handed, in the file, to an owner id that no process holds, as a dead
+// process leaves it; the other process's real recovery does the rest.
 func TestAnswerToARecoveredAttemptIsKept(t *testing.T) {
 	h := newHarness(t, "")
 	h.f.set("create_order", func(fakeCall) mcpclient.Delivery {
-		lock := filepath.Join(h.path+".owners", h.j.Owner()+".lock")
-		if err := os.Remove(lock); err != nil {
-			t.Errorf("remove the owner's lock file: %v", err)
+		db, err := sql.Open("sqlite", h.path)
+		if err != nil {
+			t.Errorf("open the journal file: %v", err)
+			return okOutcome(map[string]any{"order_id": 1})
 		}
+		if _, err := db.Exec("UPDATE calls SET owner = '01DEADDEADDEADDEADDEADDEAD' WHERE owner = ?", h.j.Owner()); err != nil {
+			t.Errorf("hand the call to a dead owner: %v", err)
+		}
+		db.Close()
 		other, err := pending.Open(context.Background(), h.path, pending.Options{})
 		if err != nil {
 			t.Errorf("open the journal as another process would: %v", err)
 			return okOutcome(map[string]any{"order_id": 1})
 		}
 		if len(other.Recovered()) != 1 {
-			t.Errorf("the other opener should have recovered the live call, recovered %v", other.Recovered())
+			t.Errorf("the other opener should have recovered the call, recovered %v", other.Recovered())
 		}
 		other.Close()
 		return okOutcome(map[string]any{"order_id": 1})
