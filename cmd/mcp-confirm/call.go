@@ -80,7 +80,7 @@ func runCall(ctx context.Context, e *env, g *globalOpts, f callFlags, pos []stri
 	// Closing the session lets an answer still on its way arrive and be
 	// journaled; what the call came to is read once more after that.
 	en.client.Close()
-	res = settledMeanwhile(ctx, e, en, res, err)
+	res = settledMeanwhile(ctx, e, "call", en.journal, res, err)
 	en.journal.Close()
 	if err == nil || res.Call.ID != 0 {
 		printResult(e, res, heldBy(err))
@@ -116,25 +116,34 @@ func checkCall(ctx context.Context, e *env, g *globalOpts, en *engine, tool stri
 	return exitBadInput
 }
 
-// settledMeanwhile re-reads a call that was unknown when Call returned: an
-// answer that arrived as the session closed has settled it, and the
-// caller is told that rather than "unknown".
-func settledMeanwhile(ctx context.Context, e *env, en *engine, res guard.Result, err error) guard.Result {
-	if err != nil || res.State != pending.StateUnknown || res.Call.ID == 0 {
+// settledMeanwhile re-reads the call before it is reported, so that what
+// is printed is what the journal says. An answer that arrived as the
+// session closed has settled a call that was unknown: the caller is told
+// that rather than "unknown". And another process may have changed the
+// call while this one sent it (taken its attempt for lost, and an operator
+// retried it, issue 44): this process's own view of it would then be false.
+func settledMeanwhile(ctx context.Context, e *env, cmd string, j *pending.Journal, res guard.Result, err error) guard.Result {
+	if err != nil || res.Call.ID == 0 {
 		return res
 	}
-	c, gerr := en.journal.Get(ctx, res.Call.ID)
-	if gerr != nil || (c.State != pending.StateSucceeded && c.State != pending.StateFailed) {
+	c, gerr := j.Get(ctx, res.Call.ID)
+	if gerr != nil {
 		return res
 	}
-	fmt.Fprintf(e.stderr, "mcp-confirm call: call %d's answer arrived as the session closed: it %s (nothing was resent).\n", c.ID, c.State)
-	out := guard.Result{Call: c, State: c.State, Key: c.Key}
-	for _, a := range c.Attempts {
-		if a.Outcome == pending.OutcomeSucceeded || a.Outcome == pending.OutcomeFailed {
-			out.Result, out.Error = a.Result, a.Error
+	if res.State == pending.StateUnknown && (c.State == pending.StateSucceeded || c.State == pending.StateFailed) {
+		fmt.Fprintf(e.stderr, "mcp-confirm %s: call %d's answer arrived as the session closed: it %s (nothing was resent).\n", cmd, c.ID, c.State)
+		out := guard.Result{Call: c, State: c.State, Key: c.Key}
+		for _, a := range c.Attempts {
+			if a.Outcome == pending.OutcomeSucceeded || a.Outcome == pending.OutcomeFailed {
+				out.Result, out.Error = a.Result, a.Error
+			}
 		}
+		return out
 	}
-	return out
+	// What the server answered this process stays (res.Result): it is the
+	// journal's too, on this process's attempt.
+	res.Call, res.State = c, c.State
+	return res
 }
 
 // maxArgsBytes bounds the arguments read from stdin or a file: a mistaken

@@ -54,6 +54,7 @@ func runRetry(ctx context.Context, e *env, g *globalOpts, f retryFlags, pos []st
 	}
 	defer en.close()
 	res, err := en.guard.Retry(ctx, id, guard.RetryOptions{Note: f.note, AnyServer: f.anyServer, Redacted: values, PastRetention: f.pastRetention})
+	res = settledMeanwhile(ctx, e, "retry", en.journal, res, err)
 	if err == nil {
 		printResult(e, res, 0)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,5 +123,79 @@ func TestE2EKillClientOwnersRemoved(t *testing.T) {
 	}
 	if got := w.sent("create_order"); got[key] != 1 || len(got) != 1 {
 		t.Fatalf("nothing may be resent after the crash; wire log has %v", got)
+	}
+}
+
+// TestE2ELiveCallReportsWhatTheJournalSays: the report of a call whose
+// attempt another process took for lost while it was out, and which an
+// operator then sent again (issue 44, item 3: the live process printed
+// "in_flight", an empty reason and "it was NOT resent", which was false).
+// A live owner no longer looks dead to a cleaner's work, so the test hands
+// the call, in the file, to an owner id no process holds, as a dead
+// process leaves it; recovery, the retry and the report are the real ones.
+// The retry goes to a server that does not know the key (another demo
+// database), as a server that ignores keys would: it runs it again.
+func TestE2ELiveCallReportsWhatTheJournalSays(t *testing.T) {
+	w := newWorld(t, t.TempDir())
+	db := w.db()
+	answer := filepath.Join(w.dir, "answer-now")
+	bg := w.startCall(t, `{"item":"widget","quantity":1,"buyer":"bob"}`, []string{"--timeout", "120s"},
+		"--hang-after-commit", "1", "--answer-when", answer)
+	key := w.waitSentKey(t, nil, time.Minute)
+	waitRecord(t, db, key, "completed", time.Minute)
+
+	jdb, err := sql.Open("sqlite", w.journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jdb.Exec("UPDATE calls SET owner = '01DEADDEADDEADDEADDEADDEAD' WHERE key = ?", key); err != nil {
+		t.Fatal(err)
+	}
+	jdb.Close()
+	calls := w.list()
+	if len(calls) != 1 || calls[0].State != "unknown" || calls[0].Reason != "recovered after unclean shutdown" {
+		t.Fatalf("the call of a dead owner id should have been recovered: %+v", calls)
+	}
+	id := calls[0].ID
+
+	// The operator retries, on a server that runs it again and holds it.
+	again := filepath.Join(w.dir, "answer-retry")
+	retry := w.start(t, w.withDB([]string{"retry", strconv.FormatInt(id, 10), "--any-server", "--",
+		w.bin, "demo-server", "--db", filepath.Join(w.dir, "other.db"), "--hang-after-commit", "1", "--answer-when", again}))
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if c := w.show(id); c.State == "in_flight" && len(c.Attempts) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the retry's attempt 2 was not in flight within a minute: %+v", w.show(id))
+		}
+	}
+
+	// The first process's answer comes now.
+	if err := os.WriteFile(answer, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bg.wait()
+	res := bg.result()
+	out := parseCallOut(t, res)
+	c := w.show(id)
+	if out.State != c.State || out.Reason != c.Reason {
+		t.Fatalf("the live process printed %s (%q); the journal says %s (%q)\n%s", out.State, out.Reason, c.State, c.Reason, res)
+	}
+	if strings.Contains(res.stderr, "NOT resent") || !strings.Contains(res.stderr, "attempt 2 was sent by another process") {
+		t.Fatalf("the call was sent again (attempt 2); the report must say so, not 'NOT resent':\n%s", res)
+	}
+	wantExit(t, res, exitUnknown, "a call in flight again elsewhere")
+	if a := c.Attempts[0]; a.Outcome != "succeeded" || !a.Late {
+		t.Fatalf("the first process's answer should be on attempt 1, late: %+v", a)
+	}
+
+	if err := os.WriteFile(again, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	retry.wait()
+	wantExit(t, retry.result(), exitOK, "the retry, answered")
+	if c := w.show(id); c.State != "succeeded" || len(c.Attempts) != 2 || c.Attempts[1].Outcome != "succeeded" {
+		t.Fatalf("after the retry's answer: %+v", c)
 	}
 }

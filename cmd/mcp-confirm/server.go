@@ -471,7 +471,25 @@ func exitFor(e *env, g *globalOpts, cmd string, res guard.Result, err error) int
 		return exitOK
 	case pending.StateFailed:
 		return exitFailed
-	case pending.StateUnknown, pending.StateInFlight:
+	case pending.StateInFlight:
+		// This process's attempt has ended, yet the journal has the call in
+		// flight: another process took that attempt for lost and sent the
+		// call again. Saying "unknown, NOT resent" here would be false.
+		id, again := res.Call.ID, 0
+		for _, a := range res.Call.Attempts {
+			if a.EndedAt == nil {
+				again = a.N
+			}
+		}
+		if again > 0 {
+			fmt.Fprintf(e.stderr, "mcp-confirm %s: call %d is in flight again: attempt %d was sent by another process after this one's attempt was taken for lost; "+
+				"what this process got is kept on its own attempt.\nWait for attempt %d to end, then see the call with '%s show %d'.\n",
+				cmd, id, again, again, self, id)
+		} else {
+			fmt.Fprintf(e.stderr, "mcp-confirm %s: the journal still has call %d in flight; see it with '%s show %d'.\n", cmd, id, self, id)
+		}
+		return exitUnknown
+	case pending.StateUnknown:
 		id := res.Call.ID
 		if res.Refusal != nil && errors.Is(res.Refusal, mcpclient.ErrAuthorization) {
 			// The server answered 401 to a call that was sent: unknown all
