@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -155,8 +156,21 @@ func (p *Proxy) answer(tool string, res guard.Result, err error) (json.RawMessag
 	if err != nil {
 		return encode(p.refusal(tool, res, err))
 	}
+	res = p.asJournaled(res)
 	switch res.State {
 	case pending.StateUnknown, pending.StateInFlight:
+		if res.State == pending.StateInFlight {
+			// Another process took this attempt for lost, and the call was
+			// sent again from there. What the server answered this host's
+			// request is still its answer; without one, the outcome is
+			// coming elsewhere, not ours to say.
+			p.log.Warn("a call this proxy sent was sent again by another process meanwhile",
+				"call", res.Call.ID, "tool", tool, "answered", len(res.Result) > 0)
+			if len(res.Result) > 0 {
+				return res.Result, nil
+			}
+			return encode(Unknown(res.Call.ID, res.Key, reasonSentElsewhere))
+		}
 		if res.Call.Reason == string(mcpclient.ReasonConnectionLost) {
 			msg := "the MCP server went away during a call; answered unknown, and it restarts on the next call"
 			if p.opts.Server.URL != "" { // nothing to restart: a new session
@@ -182,6 +196,37 @@ func (p *Proxy) answer(tool string, res guard.Result, err error) (json.RawMessag
 		return encode(toolError(fmt.Sprintf("mcp-confirm: %s gave no answer: %s", tool, e.Message)))
 	}
 	return encode(toolError("mcp-confirm: the MCP server gave no answer."))
+}
+
+// reasonSentElsewhere is the reason given to the host for a call that,
+// when its attempt here ended, was in flight again from another process.
+const reasonSentElsewhere = "while it was on its way, another process took it for lost and it was sent again from there"
+
+// asJournaled reads an unknown or in-flight call again before the host is
+// told of it, so that what the host is told is what the journal says
+// (issue 44): another process may have recovered the call while this one
+// waited on the server, an operator retried it, and it is in flight again
+// or already settled. A settled call is answered with its stored outcome.
+func (p *Proxy) asJournaled(res guard.Result) guard.Result {
+	if (res.State != pending.StateUnknown && res.State != pending.StateInFlight) || res.Call.ID == 0 {
+		return res
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := p.opts.Journal.Get(ctx, res.Call.ID)
+	if err != nil || c.State == res.State {
+		return res
+	}
+	out := res
+	out.Call, out.State = c, c.State
+	if c.State == pending.StateSucceeded || c.State == pending.StateFailed {
+		for _, a := range c.Attempts {
+			if a.Outcome == pending.OutcomeSucceeded || a.Outcome == pending.OutcomeFailed {
+				out.Result, out.Error = a.Result, a.Error
+			}
+		}
+	}
+	return out
 }
 
 func encode(r *mcp.CallToolResult) (json.RawMessage, *mcpclient.RPCError) {
@@ -236,6 +281,8 @@ func Unknown(callID int64, key, reason string) *mcp.CallToolResult {
 		why = "the call was cancelled after it was sent"
 	case r == guard.ReasonInProgress:
 		why = "the server reports it is still working on it"
+	case reason == reasonSentElsewhere:
+		why = reason
 	case r == "":
 	default:
 		why += " (" + reason + ")"

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // cleanOwners runs a cleaner, as its own process, on the journal's owners
@@ -198,4 +200,76 @@ func TestE2ELiveCallReportsWhatTheJournalSays(t *testing.T) {
 	if c := w.show(id); c.State != "succeeded" || len(c.Attempts) != 2 || c.Attempts[1].Outcome != "succeeded" {
 		t.Fatalf("after the retry's answer: %+v", c)
 	}
+}
+
+// The proxy, too, tells its host what the journal says, not what it saw
+// (issue 44, item 3): while its write waits on the server, another process
+// takes the attempt for lost (its owner id made a dead one's), an operator
+// retries it, and attempt 2 is in flight when the server answers the
+// proxy's attempt 1. The host gets that answer, the server's own result,
+// not an "unknown" with an empty reason; and the journal keeps it as
+// attempt 1's late answer, with the call still in flight on attempt 2.
+func TestE2EProxyLiveCallAnswersWhatTheJournalSays(t *testing.T) {
+	w := newWorld(t, t.TempDir())
+	db := w.db()
+	answer := filepath.Join(w.dir, "answer-now")
+	h := w.startProxyHost(t, []string{"--hang-after-commit", "1", "--answer-when", answer})
+	type reply struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	replied := make(chan reply, 1)
+	go func() {
+		res, err := h.write(map[string]any{"item": "widget", "quantity": 1, "buyer": "bob"})
+		replied <- reply{res, err}
+	}()
+	key := w.waitSentKey(t, nil, time.Minute)
+	waitRecord(t, db, key, "completed", time.Minute)
+
+	jdb, err := sql.Open("sqlite", w.journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jdb.Exec("UPDATE calls SET owner = '01DEADDEADDEADDEADDEADDEAD' WHERE key = ?", key); err != nil {
+		t.Fatal(err)
+	}
+	jdb.Close()
+	calls := w.list()
+	if len(calls) != 1 || calls[0].State != "unknown" {
+		t.Fatalf("the call of a dead owner id should have been recovered: %+v", calls)
+	}
+	id := calls[0].ID
+	again := filepath.Join(w.dir, "answer-retry")
+	retry := w.start(t, w.withDB([]string{"retry", strconv.FormatInt(id, 10), "--any-server", "--",
+		w.bin, "demo-server", "--db", filepath.Join(w.dir, "other.db"), "--hang-after-commit", "1", "--answer-when", again}))
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if c := w.show(id); c.State == "in_flight" && len(c.Attempts) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the retry's attempt 2 was not in flight within a minute: %+v", w.show(id))
+		}
+	}
+
+	if err := os.WriteFile(answer, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var r reply
+	select {
+	case r = <-replied:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the host got no answer within two minutes of the server's")
+	}
+	got := classify(r.res, r.err)
+	if got.class != answerSucceeded || !strings.Contains(got.text, key) {
+		t.Fatalf("the server answered the proxy's attempt, and the host should get that answer; got %+v", got)
+	}
+	if c := w.show(id); c.State != "in_flight" || c.Attempts[0].Outcome != "succeeded" || !c.Attempts[0].Late {
+		t.Fatalf("journal: %+v; want in flight on attempt 2, attempt 1 succeeded, late", c)
+	}
+	if err := os.WriteFile(again, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	retry.wait()
+	wantExit(t, retry.result(), exitOK, "the retry, answered")
 }
