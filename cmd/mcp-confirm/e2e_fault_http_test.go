@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log"
@@ -31,9 +32,16 @@ import (
 // before the server saw the request (unknown, no order); a gateway's 502
 // after the server ran it (unknown, one order); a session the server ended
 // (404: sent once more, on a new session, with the same key, as attempt 2;
-// one order); a server that is down (connection refused: exit 5, nothing
-// journaled, nothing sent); kill -9 of the client while its request or its
-// answer is held (recovered as unknown). Then the operator's decisions, as
+// one order); a server or gateway that runs the call and then answers 404
+// for the session (sent once more, on a new session, with the same key;
+// the demo replays it; a second 404 is not followed by a third send), 404
+// for the first send only (attempt 2 succeeds, a replay), 400 or 401
+// (unknown, "it says it did not run this"; a 401 says to log in); a server
+// that polls (SEP-1699: the answer comes on the GET that resumes the
+// stream; succeeded, "recovered by resuming the stream"); a server that is
+// down (connection refused: exit 5, nothing journaled, nothing sent); kill
+// -9 of the client while its request or its answer is held (recovered as
+// unknown). Then the operator's decisions, as
 // in the stdio test (query, retry on the call's own URL or with
 // --any-server, mark applied, abandon; a retry while the server is down),
 // and at the end every call is accounted for and no key holds two orders.
@@ -68,6 +76,11 @@ const (
 	httpHoldRequest   = "http-hold-request"   // the relay holds a key's first create_order, unforwarded, until its client is gone
 	httpHoldAnswer    = "http-hold-answer"    // the relay forwards a key's first create_order and holds the answer until its client is gone
 	httpOther         = "http-other"          // the plain demo under another URL: another identity
+	http404           = "http-404"            // 2025 session; the relay forwards every create_order, drops the answer and says 404
+	http404First      = "http-404-first"      // the same, for a key's first create_order only; the rest pass
+	http400           = "http-400"            // the relay forwards every create_order, drops the answer and says 400
+	http401           = "http-401"            // the same, with 401
+	httpPoll          = "http-poll"           // 2025 session; SEP-1699 polling: the POST's stream ends after an event id, the answer comes on the resuming GET
 	httpDown          = "http-down"           // a port where nothing listens: connection refused
 )
 
@@ -102,6 +115,11 @@ func newHTTPFaults(t testing.TB, w *world) *httpFaults {
 		httpHoldRequest:   {upstream: plain, fault: httpHoldRequest},
 		httpHoldAnswer:    {upstream: plain, fault: httpHoldAnswer},
 		httpOther:         {upstream: plain},
+		http404:           {upstream: session, fault: http404},
+		http404First:      {upstream: session, fault: http404First},
+		http400:           {upstream: plain, fault: http400},
+		http401:           {upstream: plain, fault: http401},
+		httpPoll:          {upstream: session, fault: httpPoll},
 	})
 	srv := httptest.NewServer(rl)
 	t.Cleanup(srv.Close)
@@ -143,20 +161,42 @@ func (h *httpFaults) ownRetry(faults []string, committed int) (meaningful bool, 
 		return true, "connection lost"
 	case (faultFlag(faults, httpCut) || faultFlag(faults, httpResumeRefused)) && committed == 0:
 		return true, "connection lost"
+	case faultFlag(faults, http404):
+		// The call had its one automatic resend: the retry's 404 is
+		// followed by none.
+		return true, refused404 + noFurtherResend
+	case faultFlag(faults, http400):
+		return true, refusedSaid(400)
+	case faultFlag(faults, http401):
+		return true, refusedSaid(401)
 	}
 	return true, ""
+}
+
+// What a call's reason says of a server that answered a status without a
+// JSON-RPC answer after the request left (mcpclient.RefusedReason), and
+// what an attempt answered 404 for its session adds.
+const (
+	refused404      = "the server answered 404 for the session: it says it did not run this"
+	resentOnce      = "sent once more as attempt 2, on a new session, with the same key"
+	noFurtherResend = "; no further resend: the call had its one automatic resend after a 404"
+)
+
+func refusedSaid(status int) string {
+	return fmt.Sprintf("the server answered %d: it says it did not run this", status)
 }
 
 // runHTTP is one HTTP fault run and the operator's decisions after it.
 func (fw *faultWorker) runHTTP(i int) {
 	args, fault, extra, ok := fw.begin(i, map[string]int{"ok": 10, "resumed": 15, "resume_refused": 10, "cut": 25,
-		"reset": 15, "gateway_502": 15, "expired": 15, "refused": 10, "kill_client": 20})
+		"reset": 15, "gateway_502": 15, "expired": 15, "refused": 10, "kill_client": 20,
+		"ran_404": 10, "ran_404_first": 10, "ran_400": 8, "ran_401": 8, "poll": 12})
 	if !ok {
 		fw.relayProblems(i)
 		return
 	}
 	relay := fw.tr.(*httpFaults).relay
-	refusedGETs := relay.refusedResumes()
+	refusedGETs, pollResumes := relay.refusedResumes(), relay.pollResumes()
 	var flags []string
 	var printed callOut
 	attempts, committed := 1, 1 // what the fault leaves: the call's attempts, its key's orders
@@ -193,6 +233,38 @@ func (fw *faultWorker) runHTTP(i int) {
 	case "expired":
 		flags, attempts = []string{httpExpire}, 2
 		printed = fw.expectCall(i, fw.callOn(args, extra, flags...), exitOK)
+	case "ran_404":
+		// Run, then 404 for the session, every time: sent once more on a
+		// new session with the same key (the demo replays it), 404 again,
+		// and no further resend.
+		flags, attempts = []string{http404}, 2
+		unknown(refused404 + noFurtherResend)
+	case "ran_404_first":
+		// Run, then 404 for the session; the resend passes: the demo's
+		// replay of the order it made.
+		flags, attempts = []string{http404First}, 2
+		printed = fw.expectCall(i, fw.callOn(args, extra, flags...), exitOK)
+		if !printed.Replayed {
+			fw.fail(i, "call %d: attempt 2 is not a replay, though the server ran attempt 1", printed.ID)
+		}
+	case "ran_400":
+		flags = []string{http400}
+		unknown(refusedSaid(400))
+	case "ran_401":
+		flags = []string{http401}
+		r := fw.callOn(args, extra, flags...)
+		if printed = fw.expectCall(i, r, exitUnknown); printed.Reason != refusedSaid(401) {
+			fw.fail(i, "want unknown (%s), got %s", refusedSaid(401), r)
+		}
+		if !strings.Contains(r.stderr, "mcp-confirm login --url "+fw.tr.server(flags...)[1]) {
+			fw.fail(i, "a 401 does not say to log in: %s", r)
+		}
+	case "poll":
+		flags = []string{httpPoll}
+		printed = fw.expectCall(i, fw.callOn(args, extra, flags...), exitOK)
+		if n := relay.pollResumes() - pollResumes; n != 1 {
+			fw.fail(i, "%d answers sent on a resuming GET, want 1", n)
+		}
 	case "refused":
 		fw.refusedRun(i, args, extra)
 		fw.relayProblems(i)
@@ -207,7 +279,7 @@ func (fw *faultWorker) runHTTP(i int) {
 		fw.fail(i, "call %d (%s): %d orders for its key, want %d", c.id, got.State, n, committed)
 	}
 	switch fault {
-	case "resumed":
+	case "resumed", "poll":
 		if a := got.Attempts[0]; a.Outcome != "succeeded" || !strings.Contains(a.Reason, "recovered by resuming the stream") {
 			fw.fail(i, "call %d: attempt %+v, want succeeded, recovered by resuming the stream", c.id, a)
 		}
@@ -222,6 +294,23 @@ func (fw *faultWorker) runHTTP(i int) {
 			fw.fail(i, "call %d: attempt 2 %s on session %d (attempt 1 on %d), want succeeded on a newer session", c.id, a2.Outcome, a2.Session, a1.Session)
 		}
 		fw.checkOrderResult(i, c, a2.Result, "attempt 2's answer")
+	case "ran_404", "ran_404_first":
+		a1, a2 := got.Attempts[0], got.Attempts[1]
+		if a1.Outcome != "unknown" || !strings.HasPrefix(a1.Reason, refused404) || !strings.Contains(a1.Reason, resentOnce) {
+			fw.fail(i, "call %d: attempt 1 %s %q, want unknown, the server's 404, sent once more", c.id, a1.Outcome, a1.Reason)
+		}
+		if a2.Session <= a1.Session {
+			fw.fail(i, "call %d: attempt 2 on session %d, attempt 1 on %d: want a newer session", c.id, a2.Session, a1.Session)
+		}
+		if fault == "ran_404" && (a2.Outcome != "unknown" || a2.Reason != refused404+noFurtherResend) {
+			fw.fail(i, "call %d: attempt 2 %s %q, want unknown, the server's 404, no further resend", c.id, a2.Outcome, a2.Reason)
+		}
+		if fault == "ran_404_first" {
+			if a2.Outcome != "succeeded" {
+				fw.fail(i, "call %d: attempt 2 %s %q, want succeeded (the server's replay)", c.id, a2.Outcome, a2.Reason)
+			}
+			fw.checkOrderResult(i, c, a2.Result, "attempt 2's answer")
+		}
 	}
 	if c.state == "unknown" && fw.rng.IntN(4) == 0 {
 		fw.retryDown(i, c)
@@ -348,6 +437,9 @@ type faultRelay struct {
 	calls    map[string]map[string]int // tool → key → tools/call requests
 	seen     map[string]bool           // route and key of a create_order already sent there
 	refused  int                       // resuming GETs refused
+	polls    map[string][]byte         // httpPoll: answers kept for the GET that resumes from their event id
+	pollN    int                       // httpPoll: event ids given
+	resumed  int                       // httpPoll: answers sent on a resuming GET
 	troubles []string                  // faults the relay could not make
 }
 
@@ -357,7 +449,7 @@ type relayUpstream struct{}
 func newFaultRelay(routes map[string]relayRoute) *faultRelay {
 	tr := &http.Transport{MaxIdleConnsPerHost: 16}
 	rl := &faultRelay{routes: routes, client: &http.Client{Transport: tr}, holding: make(chan string, 4),
-		calls: map[string]map[string]int{}, seen: map[string]bool{}}
+		calls: map[string]map[string]int{}, seen: map[string]bool{}, polls: map[string][]byte{}}
 	rl.proxy = &httputil.ReverseProxy{
 		Transport: tr,
 		Rewrite: func(r *httputil.ProxyRequest) {
@@ -402,6 +494,18 @@ func (rl *faultRelay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			case route.fault == http502:
 				rl.gateway502(w, r, up, body)
 				return
+			case route.fault == http404 || route.fault == http404First && first:
+				rl.ranThenRefused(w, r, up, body, http.StatusNotFound)
+				return
+			case route.fault == http400:
+				rl.ranThenRefused(w, r, up, body, http.StatusBadRequest)
+				return
+			case route.fault == http401:
+				rl.ranThenRefused(w, r, up, body, http.StatusUnauthorized)
+				return
+			case route.fault == httpPoll:
+				rl.poll(w, r, up, body)
+				return
 			case route.fault == httpExpire && first:
 				rl.expireSession(r, up)
 			case route.fault == httpHoldRequest && first:
@@ -417,6 +521,9 @@ func (rl *faultRelay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
+	}
+	if route.fault == httpPoll && r.Method == http.MethodGet && rl.answerPoll(w, r) {
+		return
 	}
 	if route.fault == httpResumeRefused && r.Method == http.MethodGet && r.Header.Get("Last-Event-ID") != "" {
 		rl.mu.Lock()
@@ -510,6 +617,95 @@ func (rl *faultRelay) gateway502(w http.ResponseWriter, r *http.Request, up *url
 		rl.trouble("502: forward: %v", err)
 	}
 	http.Error(w, "upstream answer lost", http.StatusBadGateway)
+}
+
+// ranThenRefused forwards the request, waits for the whole answer (the
+// server has then run the call), throws it away and answers status without
+// a JSON-RPC answer: a server or gateway that runs a call and says it did
+// not (issue 44, item 2).
+func (rl *faultRelay) ranThenRefused(w http.ResponseWriter, r *http.Request, up *url.URL, body []byte, status int) {
+	if _, err := rl.forward(r, up, body); err != nil {
+		rl.trouble("%d: forward: %v", status, err)
+	}
+	http.Error(w, http.StatusText(status), status)
+}
+
+// poll is the polling of SEP-1699 in front of a 2025 session: the relay
+// forwards the request and reads the whole answer (the server has run it),
+// keeps the JSON-RPC response, and answers the POST with an SSE stream of
+// one priming event, an id and a retry field and no data, which then ends;
+// the answer waits for the GET that resumes from that id (answerPoll).
+func (rl *faultRelay) poll(w http.ResponseWriter, r *http.Request, up *url.URL, body []byte) {
+	answer, err := rl.forward(r, up, body)
+	if err != nil {
+		rl.trouble("poll: forward: %v", err)
+		return
+	}
+	msg := responseOf(answer)
+	if msg == nil {
+		rl.trouble("poll: no JSON-RPC response in the server's answer: %q", answer)
+		return
+	}
+	rl.mu.Lock()
+	rl.pollN++
+	ev := fmt.Sprintf("relay-poll-%d", rl.pollN)
+	rl.polls[ev] = msg
+	rl.mu.Unlock()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, "id: %s\nretry: 20\ndata: \n\n", ev)
+}
+
+// answerPoll answers a GET that resumes from an event id poll gave with
+// the answer kept for it, and reports whether it did.
+func (rl *faultRelay) answerPoll(w http.ResponseWriter, r *http.Request) bool {
+	last := strings.TrimSpace(r.Header.Get("Last-Event-ID"))
+	rl.mu.Lock()
+	msg, ok := rl.polls[last]
+	delete(rl.polls, last)
+	if ok {
+		rl.resumed++
+	}
+	rl.mu.Unlock()
+	if !ok {
+		return false
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, "id: %s-answer\ndata: %s\n\n", last, msg)
+	return true
+}
+
+// pollResumes is how many answers the relay sent on a resuming GET.
+func (rl *faultRelay) pollResumes() int {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	return rl.resumed
+}
+
+// responseOf is the JSON-RPC response in a server's answer to a request:
+// the body itself (application/json), or the data of the SSE event that
+// carries a result or an error (progress notifications are skipped).
+func responseOf(answer []byte) []byte {
+	isResponse := func(b []byte) bool {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		return json.Unmarshal(b, &m) == nil && len(m.ID) > 0 && (m.Result != nil || m.Error != nil)
+	}
+	if t := bytes.TrimSpace(answer); isResponse(t) {
+		return t
+	}
+	for _, line := range bytes.Split(answer, []byte("\n")) {
+		if data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r"), []byte("data:")); ok {
+			if d := bytes.TrimSpace(data); isResponse(d) {
+				return d
+			}
+		}
+	}
+	return nil
 }
 
 // expireSession has the demo (--expire-sessions, which forgets a session
