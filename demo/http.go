@@ -3,6 +3,7 @@ package demo
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,8 +54,21 @@ func ServeHTTP(ctx context.Context, opts Options) error {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ConnContext: withConn,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)}
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	s.log.Info("demo server listening", "url", "http://"+ln.Addr().String()+EndpointPath)
+	scheme := "http"
+	if opts.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(opts.TLSCert, opts.TLSKey)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("--tls-cert, --tls-key: %w", err)
+		}
+		// ServeTLS offers h2 as well as http/1.1, as any Go server does.
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
+		scheme = "https"
+		go func() { done <- srv.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { done <- srv.Serve(ln) }()
+	}
+	s.log.Info("demo server listening", "url", scheme+"://"+ln.Addr().String()+EndpointPath)
 	select {
 	case <-ctx.Done():
 		shut, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -53,6 +53,10 @@ type Options struct {
 	Protocols []string
 	// HTTPAddr is the host:port ServeHTTP listens on (port 0 picks one).
 	HTTPAddr string
+	// TLSCert and TLSKey, over HTTP: PEM files of a certificate and its
+	// key; ServeHTTP then serves https (HTTP/2 negotiated, as Go's server
+	// does), for tests of what an h2 connection does to a write.
+	TLSCert, TLSKey string
 	// AnswerAfter, with HangAfterCommit, makes those executions answer
 	// after all, this long after their commit, even if the client gave up
 	// on them meanwhile: the response that was late, not lost.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/mcp-confirm/mcp-confirm/demo"
 	"github.com/mcp-confirm/mcp-confirm/idempotency"
+	"github.com/mcp-confirm/mcp-confirm/termtext"
 )
 
 // runDemoServer serves the built-in orders server over stdin/stdout until
@@ -37,6 +39,8 @@ create_order's session after it, answering 404 to what comes on it next.
 The server keeps its SSE events, so a cut stream that carried events (with
 --delay, progress) can be resumed; --protocols 2025-11-25 keeps clients on a
 session, where streams resume (2026-07-28 removed resumption).
+--tls-cert FILE --tls-key FILE serve https instead (PEM files; HTTP/2 is
+negotiated, as Go's server does).
 
 --dedupe-window is for clients that send no key: an identical keyless
 create_order within the window is not ordered again (intentional_repeat:
@@ -53,6 +57,8 @@ address it bound (127.0.0.1:0 picks a free port).`,
 	fs.DurationVar(&o.Delay, "delay", 0, "every create_order takes this long, sending progress every 250ms")
 	fs.IntVar(&o.HangAfterCommit, "hang-after-commit", 0, "the first N create_order executions commit, then never answer")
 	fs.StringVar(&o.HTTPAddr, "http", "", "serve MCP over Streamable HTTP at http://ADDR/mcp, not stdio (HOST:PORT; port 0 picks one, logged)")
+	fs.StringVar(&o.TLSCert, "tls-cert", "", "with --http: serve https with this certificate (PEM; with --tls-key), HTTP/2 negotiated")
+	fs.StringVar(&o.TLSKey, "tls-key", "", "with --http and --tls-cert: the certificate's private key (PEM)")
 	fs.IntVar(&o.CutAfterCommit, "cut-after-commit", 0, "with --http: the first N create_order executions commit, then their connection is closed unanswered")
 	fs.BoolVar(&o.ExpireSessions, "expire-sessions", false, "with --http: after each create_order, its session is expired (later requests on it get 404)")
 	fs.StringSliceVar(&o.Protocols, "protocols", nil, "with --http: the protocol versions offered, comma-separated (default: all mcp-go knows); 2025 versions only make clients keep a session, whose streams resume")
@@ -97,6 +103,12 @@ func runDemoServer(ctx context.Context, e *env, o demo.Options, scope string, po
 		return demoUsageError(e, "--cut-after-commit must not be negative")
 	case o.HTTPAddr != "" && !validHostPort(o.HTTPAddr):
 		return demoUsageError(e, "--http "+strconv.Quote(o.HTTPAddr)+": want HOST:PORT, such as 127.0.0.1:8808 (port 0 picks one)")
+	case (o.TLSCert == "") != (o.TLSKey == ""):
+		return demoUsageError(e, "--tls-cert and --tls-key go together: give both, or neither")
+	case o.TLSCert != "" && o.HTTPAddr == "":
+		return demoUsageError(e, "--tls-cert and --tls-key are for --http (a stdio server has no connection to secure)")
+	case o.TLSCert != "" && badKeyPair(o) != "":
+		return demoUsageError(e, "--tls-cert, --tls-key: "+badKeyPair(o)+": give a PEM certificate and its key")
 	case o.CutAfterCommit > 0 && o.HTTPAddr == "":
 		return demoUsageError(e, "--cut-after-commit is for --http (over stdio, --hang-after-commit loses the answer)")
 	case o.ExpireSessions && o.HTTPAddr == "":
@@ -126,6 +138,16 @@ func runDemoServer(ctx context.Context, e *env, o demo.Options, scope string, po
 		return exitUnavailable
 	}
 	return exitOK
+}
+
+// badKeyPair is why o's --tls-cert and --tls-key are no certificate and
+// key ("" if they are), so that a wrong file is a usage error, not one of
+// serving.
+func badKeyPair(o demo.Options) string {
+	if _, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey); err != nil {
+		return termtext.Line(err.Error())
+	}
+	return ""
 }
 
 func validHostPort(addr string) bool {
