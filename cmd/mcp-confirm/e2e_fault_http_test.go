@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,12 +13,16 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcp-confirm/mcp-confirm/internal/h2fault"
 )
 
 // TestE2ERandomFaultsHTTP is the randomized fault test over Streamable
@@ -81,7 +86,14 @@ const (
 	http400           = "http-400"            // the relay forwards every create_order, drops the answer and says 400
 	http401           = "http-401"            // the same, with 401
 	httpPoll          = "http-poll"           // 2025 session; SEP-1699 polling: the POST's stream ends after an event id, the answer comes on the resuming GET
-	httpDown          = "http-down"           // a port where nothing listens: connection refused
+	// HTTPS, HTTP/2, through a frame relay (internal/h2fault) of its own
+	// each, in front of the demo over TLS with --hang-after-commit: a key's
+	// first create_order is answered, once the order is committed, with
+	// the fault in place of the response; its retries pass (a replay).
+	h2GoAway   = "h2-goaway"   // GOAWAY, last stream 0
+	h2Refused  = "h2-refused"  // RST_STREAM REFUSED_STREAM
+	h2Protocol = "h2-protocol" // RST_STREAM PROTOCOL_ERROR
+	httpDown   = "http-down"   // a port where nothing listens: connection refused
 )
 
 // httpFaults is the HTTP transport of the fault test: the relay in front
@@ -90,6 +102,7 @@ type httpFaults struct {
 	relay *faultRelay
 	base  string // the relay's URL
 	down  string // a URL on a port that refuses connections
+	h2    map[string]*h2fault.Relay
 }
 
 // newHTTPFaults starts a worker's demo servers on its database (plain;
@@ -123,7 +136,76 @@ func newHTTPFaults(t testing.TB, w *world) *httpFaults {
 	})
 	srv := httptest.NewServer(rl)
 	t.Cleanup(srv.Close)
-	return &httpFaults{relay: rl, base: srv.URL, down: "http://" + refusingAddr(t) + "/mcp"}
+	h := &httpFaults{relay: rl, base: srv.URL, down: "http://" + refusingAddr(t) + "/mcp", h2: map[string]*h2fault.Relay{}}
+	h.startH2(t, w)
+	return h
+}
+
+// startH2 starts the demo over TLS (HTTP/2), every fresh create_order
+// committed and its answer held (--hang-after-commit), and an h2 frame
+// relay per HTTP/2 fault in front of it, which counts every tools/call
+// with the other routes' (faultRelay.count) and faults a key's first
+// create_order there once the demo's database holds its order. The binary
+// trusts the relays' certificate as a user's own CA: through SSL_CERT_FILE,
+// which a wrapper of the worker's binary sets.
+func (h *httpFaults) startH2(t testing.TB, w *world) {
+	cert := h2fault.NewCert(t)
+	w.bin = trustingBin(t, w.bin, cert.File)
+	demoURL, err := url.Parse(startHTTPDemo(t, w, "--tls-cert", cert.File, "--tls-key", cert.KeyFile, "--hang-after-commit", "1000000000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+w.demoDB+"?mode=ro&_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	for route, fault := range map[string]h2fault.Fault{h2GoAway: h2fault.GoAway, h2Refused: h2fault.RefusedStream, h2Protocol: h2fault.ProtocolError} {
+		h.h2[route] = h2fault.Start(t, cert, demoURL.Host, func(body []byte) (h2fault.Fault, func(<-chan struct{}) bool) {
+			tool, key, ok := toolsCallOf(body)
+			if !ok || !h.relay.count(route, tool, key, tool == "create_order") {
+				return "", nil
+			}
+			return fault, func(done <-chan struct{}) bool { return h.committed(db, key, done) }
+		})
+	}
+}
+
+// committed waits until the demo's database holds an order under key (the
+// server has run the create_order, and holds its answer), and reports
+// whether it does; false if done closes first (the client went away).
+func (h *httpFaults) committed(db *sql.DB, key string, done <-chan struct{}) bool {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var n int
+		if err := db.QueryRow("SELECT count(*) FROM orders WHERE idempotency_key = ?", key).Scan(&n); err != nil {
+			h.relay.trouble("h2: read the orders of %s: %v", key, err)
+			return false
+		}
+		if n > 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			h.relay.trouble("h2: no order under %s a minute after its create_order went on", key)
+			return false
+		}
+		select {
+		case <-done:
+			return false
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// trustingBin is a wrapper of bin that runs it (exec: the same process)
+// with SSL_CERT_FILE set to certFile.
+func trustingBin(t testing.TB, bin, certFile string) string {
+	path := filepath.Join(t.TempDir(), "mcp-confirm")
+	script := fmt.Sprintf("#!/bin/sh\nSSL_CERT_FILE=%s\nexport SSL_CERT_FILE\nexec %s \"$@\"\n", shellQuote(certFile), shellQuote(bin))
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func (h *httpFaults) server(faults ...string) []string {
@@ -132,6 +214,8 @@ func (h *httpFaults) server(faults ...string) []string {
 		return []string{"--url", h.base + "/mcp"}
 	case faults[0] == httpDown:
 		return []string{"--url", h.down}
+	case h.h2[faults[0]] != nil:
+		return []string{"--url", h.h2[faults[0]].URL}
 	}
 	return []string{"--url", h.base + "/" + faults[0] + "/mcp"}
 }
@@ -190,7 +274,8 @@ func refusedSaid(status int) string {
 func (fw *faultWorker) runHTTP(i int) {
 	args, fault, extra, ok := fw.begin(i, map[string]int{"ok": 10, "resumed": 15, "resume_refused": 10, "cut": 25,
 		"reset": 15, "gateway_502": 15, "expired": 15, "refused": 10, "kill_client": 20,
-		"ran_404": 10, "ran_404_first": 10, "ran_400": 8, "ran_401": 8, "poll": 12})
+		"ran_404": 10, "ran_404_first": 10, "ran_400": 8, "ran_401": 8, "poll": 12,
+		"h2_goaway": 8, "h2_refused_stream": 8, "h2_protocol_error": 8})
 	if !ok {
 		fw.relayProblems(i)
 		return
@@ -265,6 +350,16 @@ func (fw *faultWorker) runHTTP(i int) {
 		if n := relay.pollResumes() - pollResumes; n != 1 {
 			fw.fail(i, "%d answers sent on a resuming GET, want 1", n)
 		}
+	case "h2_goaway", "h2_refused_stream", "h2_protocol_error":
+		// Go's HTTP/2 client would resend the POST itself after each of
+		// these: the relay must see the key's create_order once.
+		flags = []string{map[string]string{"h2_goaway": h2GoAway, "h2_refused_stream": h2Refused, "h2_protocol_error": h2Protocol}[fault]}
+		h2 := fw.tr.(*httpFaults).h2[flags[0]]
+		_, injected, _ := h2.Counts()
+		unknown("connection lost")
+		if _, n, conns := h2.Counts(); n != injected+1 || conns == 0 {
+			fw.fail(i, "%d h2 faults sent, want 1, on %d h2 connections: the run did not test", n-injected, conns)
+		}
 	case "refused":
 		fw.refusedRun(i, args, extra)
 		fw.relayProblems(i)
@@ -321,7 +416,12 @@ func (fw *faultWorker) runHTTP(i int) {
 
 // relayProblems fails the run if the relay could not make a fault.
 func (fw *faultWorker) relayProblems(i int) {
-	if p := fw.tr.(*httpFaults).relay.problems(); len(p) > 0 {
+	h := fw.tr.(*httpFaults)
+	p := h.relay.problems()
+	for _, rl := range h.h2 {
+		p = append(p, rl.Problems()...)
+	}
+	if len(p) > 0 {
 		fw.fail(i, "the relay: %s", strings.Join(p, "; "))
 	}
 }
