@@ -206,8 +206,10 @@ func (s *faultStats) String() string {
 	return strings.Join(parts, " ")
 }
 
-// short is the summary line's counts: those of groups, then the orders and
-// the keys that hold more than one.
+// short is the summary line's counts: those of groups, then the orders,
+// the keys that hold more than one, the write requests that went out, those
+// beyond the attempts their call's journal shows, and the keys sent that
+// no journal call has.
 func (s *faultStats) short(groups []string) string {
 	var parts []string
 	for _, group := range groups {
@@ -226,7 +228,8 @@ func (s *faultStats) short(groups []string) string {
 		}
 		parts = append(parts, label+"{"+strings.Join(g, " ")+"}")
 	}
-	return strings.Join(parts, " ") + fmt.Sprintf(" orders=%d duplicate_keys=%d", s.get("orders"), s.get("duplicate_keys"))
+	return strings.Join(parts, " ") + fmt.Sprintf(" orders=%d duplicate_keys=%d sends=%d unjournaled_sends=%d intents_missing=%d",
+		s.get("orders"), s.get("duplicate_keys"), s.get("sends"), s.get("unjournaled_sends"), s.get("intents_missing"))
 }
 
 // faultWorker runs its share of the runs on its own journal and demo DB.
@@ -996,6 +999,7 @@ func (fw *faultWorker) finalCheck() {
 		t.Fatalf("export has %d calls, the test made %d", len(exported), len(fw.calls))
 	}
 	fw.checkStats(exported)
+	fw.countSends(exported)
 	byKey := map[string]*fcall{}
 	for n, l := range exported {
 		c, ok := fw.calls[l.ID]
@@ -1059,6 +1063,39 @@ func (fw *faultWorker) finalCheck() {
 		fw.stats.mu.Unlock()
 		t.Errorf("duplicate orders: %v", d)
 	}
+}
+
+// countSends adds to the summary the write requests that went out, those
+// beyond the sent attempts of their key's journal call (a send below the
+// journal, or an execution it does not show as an attempt of its own), and
+// the keys sent that no call has (an intent missing). checkCall fails the
+// test on either; this makes the numbers seen.
+func (fw *faultWorker) countSends(exported []jCall) {
+	journaled := map[string]int{}
+	for _, c := range exported {
+		journaled[c.Key] += 0 // a call whose every attempt was not sent still has its key
+		for _, a := range c.Attempts {
+			if !strings.HasPrefix(a.Reason, "not sent") {
+				journaled[c.Key]++
+			}
+		}
+	}
+	sends, beyond, missing := 0, 0, 0
+	for key, n := range fw.tr.sent("create_order") {
+		sends += n
+		j, ok := journaled[key]
+		switch {
+		case !ok:
+			missing++
+		case n > j:
+			beyond += n - j
+		}
+	}
+	fw.stats.mu.Lock()
+	fw.stats.counts["sends"] += sends
+	fw.stats.counts["unjournaled_sends"] += beyond
+	fw.stats.counts["intents_missing"] += missing
+	fw.stats.mu.Unlock()
 }
 
 // checkStats holds `stats --json` to what export says: calls by state,
