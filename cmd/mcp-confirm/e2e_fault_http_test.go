@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -43,13 +44,18 @@ import (
 // for the first send only (attempt 2 succeeds, a replay), 400 or 401
 // (unknown, "it says it did not run this"; a 401 says to log in); a server
 // that polls (SEP-1699: the answer comes on the GET that resumes the
-// stream; succeeded, "recovered by resuming the stream"); a server that is
+// stream; succeeded, "recovered by resuming the stream"); over HTTPS and
+// HTTP/2, through a frame relay, GOAWAY or a stream reset (REFUSED_STREAM,
+// PROTOCOL_ERROR) once the server committed the order, which Go's client
+// would resend by itself (unknown, connection lost, sent once, one order);
+// a server that is
 // down (connection refused: exit 5, nothing journaled, nothing sent); kill
 // -9 of the client while its request or its answer is held (recovered as
 // unknown). Then the operator's decisions, as
 // in the stdio test (query, retry on the call's own URL or with
 // --any-server, mark applied, abandon; a retry while the server is down),
-// and at the end every call is accounted for and no key holds two orders.
+// and at the end every call is accounted for, every send on the wire is an
+// attempt its call's journal shows, and no key holds two orders.
 //
 // MCP_CONFIRM_FAULT_SEED replays a seed (printed at the start and on
 // failure); MCP_CONFIRM_FAULT_RUNS raises the run count.
@@ -870,4 +876,42 @@ func (rl *faultRelay) forward(r *http.Request, up *url.URL, body []byte) ([]byte
 	}
 	defer resp.Body.Close()
 	return io.ReadAll(resp.Body)
+}
+
+// demo-server --tls-cert and --tls-key serve https, HTTP/2 negotiated (the
+// soak's h2 faults need it); given one without the other, without --http,
+// or files that are no certificate and key: exit 2, one line naming the
+// fault, nothing served.
+func TestDemoServerTLS(t *testing.T) {
+	w := newWorld(t, t.TempDir())
+	cert := h2fault.NewCert(t)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--http", "127.0.0.1:0", "--tls-cert", cert.File}, "--tls-cert and --tls-key go together"},
+		{[]string{"--tls-cert", cert.File, "--tls-key", cert.KeyFile}, "--tls-cert and --tls-key are for --http"},
+		{[]string{"--http", "127.0.0.1:0", "--tls-cert", cert.KeyFile, "--tls-key", cert.File}, "--tls-cert, --tls-key: "},
+	} {
+		r := cliIn(t, w.bin, w.dir, "", append([]string{"demo-server"}, tt.args...)...)
+		wantExit(t, r, exitBadInput, strings.Join(tt.args, " "))
+		if !strings.Contains(r.stderr, tt.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") > 1 {
+			t.Errorf("demo-server %v: want one or two lines saying %q; stderr:\n%s", tt.args, tt.want, r.stderr)
+		}
+	}
+	u := startHTTPDemo(t, w, "--tls-cert", cert.File, "--tls-key", cert.KeyFile)
+	if !strings.HasPrefix(u, "https://") {
+		t.Fatalf("the demo logged %s, want an https URL", u)
+	}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: cert.Pool}, ForceAttemptHTTP2: true}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Post(u, "application/json",
+		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.ProtoMajor != 2 {
+		t.Errorf("the demo answered over %s, want HTTP/2", resp.Proto)
+	}
 }
