@@ -96,6 +96,9 @@ func (opts Options) check(path string) (Options, error) {
 	return opts, nil
 }
 
+// readPoolSize is the number of reader connections a journal keeps.
+const readPoolSize = 4
+
 // Journal is an open journal file. It is safe for concurrent use.
 type Journal struct {
 	path     string
@@ -113,9 +116,11 @@ type Journal struct {
 	closeMu sync.RWMutex
 	closed  bool
 	owner   *ownerLock
-	files   fileIDs // the file and WAL Open found; checked before each commit
-	broken  error   // ErrJournalReplaced once found; writer goroutine, then Close
-	secret  []byte  // fingerprint key (secret.go); nil when read-only
+	files   fileIDs       // the file and WAL Open found; checked before each commit
+	broken  error         // ErrJournalReplaced once found; writer goroutine, then Close
+	loss    lossState     // what was done about it (walloss.go)
+	stopWAL chan struct{} // ends watchWAL; closed by Close
+	secret  []byte        // fingerprint key (secret.go); nil when read-only
 
 	recovered []int64    // calls turned unknown by recovery on open
 	noteMu    sync.Mutex // guards noteOff (see unrecorded.go)
@@ -215,12 +220,14 @@ func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
 	if j.read, err = sql.Open("sqlite", dsn+"&_pragma=query_only(1)"); err != nil {
 		return refuse("", err)
 	}
-	j.read.SetMaxOpenConns(4)
-	j.read.SetMaxIdleConns(4)
+	j.read.SetMaxOpenConns(readPoolSize)
+	j.read.SetMaxIdleConns(readPoolSize)
 	if j.owner, err = acquireOwner(path); err != nil {
 		return refuse("", err)
 	}
 	go j.writer()
+	j.stopWAL = make(chan struct{})
+	go j.watchWAL(j.files, j.stopWAL)
 	if !opts.SkipRecovery {
 		if j.recovered, err = j.Recover(ctx); err != nil {
 			j.Close()
@@ -433,10 +440,18 @@ func (j *Journal) Close() error {
 		return j.closeHandles()
 	}
 	close(j.writes)
+	if j.stopWAL != nil {
+		close(j.stopWAL)
+	}
 	j.closeMu.Unlock()
 	<-j.done
 	if j.broken == nil {
 		j.broken = j.files.check(j.path)
+	}
+	if j.broken != nil && j.loss.salvaged {
+		// Written back, and every connection now is to the journal as
+		// it now is: closed as usual.
+		return errors.Join(j.broken, j.closeHandles())
 	}
 	if j.broken != nil {
 		// The WAL this process wrote is not the journal's any more. Closing

@@ -3,6 +3,7 @@ package pending
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -32,6 +33,9 @@ type writeReq struct {
 	sync durability
 	fn   func(ctx context.Context, c *sql.Conn) error
 	done chan error
+	// afterLoss: RecordOutcomeAfterLoss, the one write taken after the
+	// journal's WAL was lost and this process's calls written back.
+	afterLoss bool
 }
 
 // maxBatch bounds one group commit; beyond it, latency grows for no gain.
@@ -47,7 +51,7 @@ func (j *Journal) write(ctx context.Context, sync durability, fn func(ctx contex
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	req := &writeReq{sync: sync, fn: fn, done: make(chan error, 1)}
+	req := &writeReq{sync: sync, fn: fn, done: make(chan error, 1), afterLoss: ctx.Value(afterLossKey{}) != nil}
 	j.closeMu.RLock()
 	if j.closed {
 		j.closeMu.RUnlock()
@@ -135,8 +139,9 @@ func (j *Journal) commitBatch(ctx context.Context, batch []*writeReq, level dura
 // returns the error that failed the whole batch, nil when it committed.
 func (j *Journal) commit(ctx context.Context, batch []*writeReq, level durability) error {
 	if j.broken != nil {
-		fail(batch, j.broken)
-		return j.broken
+		if batch = j.refuseBroken(batch); len(batch) == 0 {
+			return j.broken
+		}
 	}
 	if _, err := j.wconn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		err = fmt.Errorf("begin: %w", err)
@@ -149,6 +154,11 @@ func (j *Journal) commit(ctx context.Context, batch []*writeReq, level durabilit
 	}
 	if err := j.beforeCommit(level); err != nil {
 		j.rollback()
+		if errors.Is(err, ErrJournalReplaced) && !batch[0].afterLoss {
+			// Found now: what this process wrote goes back into the
+			// journal as it now is before anyone is told (walloss.go).
+			j.salvage()
+		}
 		fail(batch, err)
 		return err
 	}
