@@ -142,7 +142,10 @@ func (e *ServerMismatchError) Unwrap() error { return ErrNotAllowed }
 // must treat it as unknown (exit 3, the proxy's unknown answer).
 type OutcomeNotRecordedError struct {
 	CallID int64
-	Err    error
+	// Key is the call's idempotency key: when the journal lost its WAL,
+	// CallID may be another call's there, and only the key finds this one.
+	Key string
+	Err error
 	// What the server said, which the journal could not keep: the caller
 	// must still see it (SPEC §9). Event is pending.EventSucceeded,
 	// EventFailed or EventLost.
@@ -152,6 +155,9 @@ type OutcomeNotRecordedError struct {
 }
 
 func (e *OutcomeNotRecordedError) Error() string {
+	if e.Key != "" {
+		return fmt.Sprintf("call %d (key %s) was sent, but the journal could not record its outcome (%v)", e.CallID, e.Key, e.Err)
+	}
 	return fmt.Sprintf("call %d was sent, but the journal could not record its outcome (%v)", e.CallID, e.Err)
 }
 func (e *OutcomeNotRecordedError) Unwrap() error { return e.Err }

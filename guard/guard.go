@@ -251,6 +251,12 @@ type Result struct {
 	// login...); the call is then unknown, its word being no proof. nil
 	// otherwise.
 	Refusal *mcpclient.RefusedError
+	// ReRecordedFrom, when not 0, is the id the call had before the
+	// journal's WAL was removed or replaced under this process, which then
+	// wrote the call back under a new id (Call.ID), matched by its key:
+	// the old id may now be another call's, so the call is to be named by
+	// its key.
+	ReRecordedFrom int64
 }
 
 // Call runs one guarded call. Reads are sent, retried on timeouts with
@@ -584,9 +590,14 @@ func (g *Guard) unrecorded(a *attempt, err error) (Result, error) {
 	if a.out.Kind == mcpclient.DeliveryNotSent {
 		return Result{}, journalErr(err)
 	}
+	if errors.Is(err, pending.ErrJournalReplaced) {
+		if res, ok := g.reRecorded(a); ok {
+			return res, nil
+		}
+	}
 	// Sent, outcome not journaled: unknown to everyone, never "not sent";
 	// what the server said still reaches the caller.
-	nr := &OutcomeNotRecordedError{CallID: a.call.ID, Err: err, Event: a.outcome.Event, Result: a.out.ResultJSON}
+	nr := &OutcomeNotRecordedError{CallID: a.call.ID, Key: a.call.Key, Err: err, Event: a.outcome.Event, Result: a.out.ResultJSON}
 	if a.out.RPCError != nil {
 		nr.RPCErr, _ = json.Marshal(a.out.RPCError)
 	}
@@ -597,6 +608,40 @@ func (g *Guard) unrecorded(a *attempt, err error) (Result, error) {
 		g.opts.Notify(NoticeUnknown, c)
 	}
 	return Result{Call: a.call, State: pending.StateUnknown, Key: a.call.Key, Result: nr.Result, Error: nr.RPCErr}, nr
+}
+
+// reRecorded records a's outcome on its call as the journal now has it,
+// after the WAL was lost and the journal wrote this process's calls back
+// (pending/walloss.go), and answers with the call as read back from there:
+// what is printed is what the journal says. false when the call was not
+// written back (the write-back failed) or its outcome could not be added.
+func (g *Guard) reRecorded(a *attempt) (Result, bool) {
+	id, ok := g.j.ReRecorded(a.call.ID)
+	if !ok {
+		return Result{}, false
+	}
+	ctx := context.Background()
+	err := g.j.RecordOutcomeAfterLoss(ctx, id, a.n, a.outcome)
+	if err != nil && !errors.Is(err, pending.ErrAttemptEnded) {
+		// ErrAttemptEnded: the row that survived has an outcome already,
+		// which the read below reports.
+		g.log.Error("the call was written back after the journal lost it, but its outcome was not", "key", a.call.Key, "err", err)
+		return Result{}, false
+	}
+	c, err := g.j.Get(ctx, id)
+	if err != nil || c.Key != a.call.Key {
+		return Result{}, false
+	}
+	g.log.Warn("the journal's WAL was removed or replaced while this call was out; the call was re-recorded by its key",
+		"key", c.Key, "was", a.call.ID, "now", c.ID, "state", c.State)
+	res := Result{Call: c, State: c.State, Key: c.Key, Result: a.out.ResultJSON, Replayed: a.replayed, ReRecordedFrom: a.call.ID}
+	if a.out.RPCError != nil {
+		res.Error, _ = json.Marshal(a.out.RPCError)
+	}
+	if c.State == pending.StateUnknown && g.opts.Notify != nil {
+		g.opts.Notify(NoticeUnknown, c)
+	}
+	return res, true
 }
 
 // settle keeps the attempt's evidence and builds what the caller is told;

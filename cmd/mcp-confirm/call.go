@@ -132,7 +132,7 @@ func settledMeanwhile(ctx context.Context, e *env, cmd string, j *pending.Journa
 	}
 	if res.State == pending.StateUnknown && (c.State == pending.StateSucceeded || c.State == pending.StateFailed) {
 		fmt.Fprintf(e.stderr, "mcp-confirm %s: call %d's answer arrived as the session closed: it %s (nothing was resent).\n", cmd, c.ID, c.State)
-		out := guard.Result{Call: c, State: c.State, Key: c.Key}
+		out := guard.Result{Call: c, State: c.State, Key: c.Key, ReRecordedFrom: res.ReRecordedFrom}
 		for _, a := range c.Attempts {
 			if a.Outcome == pending.OutcomeSucceeded || a.Outcome == pending.OutcomeFailed {
 				out.Result, out.Error = a.Result, a.Error

@@ -390,6 +390,14 @@ func exitFor(e *env, g *globalOpts, cmd string, res guard.Result, err error) int
 		var notRecorded *guard.OutcomeNotRecordedError
 		var retention *guard.KeyRetentionError
 		switch {
+		case errors.As(err, &notRecorded) && errors.Is(err, pending.ErrJournalReplaced):
+			// The journal lost this process's rows and could not take them
+			// back: the id may be another call's now; only the key is sure.
+			fmt.Fprintf(e.stderr, "mcp-confirm %s: %s; treat it as unknown, it was NOT resent.\n"+
+				"%sIts record may be missing from the journal: look for key %s in '%s list --json' (not for call %d, an id another call may have now); "+
+				"stop every mcp-confirm process using the journal and check it ('%s verify').\n",
+				cmd, oneLine(msg), serverSaid(notRecorded), notRecorded.Key, self, notRecorded.CallID, self)
+			return exitUnknown
 		case errors.As(err, &notRecorded):
 			fmt.Fprintf(e.stderr, "mcp-confirm %s: %s; treat it as unknown, it was NOT resent.\n"+
 				"%sFix the journal (disk space, permissions), then '%s list' shows it unknown; decide it with query, retry, mark or abandon.\n",
@@ -465,6 +473,16 @@ func exitFor(e *env, g *globalOpts, cmd string, res guard.Result, err error) int
 		}
 		fmt.Fprintf(e.stderr, "mcp-confirm %s: %s\n%s\n", cmd, oneLine(trimClass(msg)), hint)
 		return exitUnavailable
+	}
+	if res.ReRecordedFrom != 0 {
+		was := fmt.Sprintf("it was call %d, an id another call may have now", res.ReRecordedFrom)
+		if res.ReRecordedFrom == res.Call.ID {
+			was = "the id it had before"
+		}
+		fmt.Fprintf(e.stderr, "mcp-confirm %s: the journal's WAL file was removed or replaced while the call with key %s was out; "+
+			"this process wrote its calls back (%s).\nThe call with key %s is call %d in the journal now (%s); "+
+			"the journal says it is %s. Nothing was resent.\n",
+			cmd, res.Key, pending.ReasonReRecorded, res.Key, res.Call.ID, was, res.State)
 	}
 	switch res.State {
 	case pending.StateSucceeded, pending.StateApplied:
