@@ -166,14 +166,21 @@ func (j *Journal) salvageIn(ctx context.Context) error {
 	}
 	// A process that still maps the old index keeps every reader failing
 	// (see above) until it lets go: it finds the loss itself within
-	// walWatchEvery, so this waits a while for it.
+	// walWatchEvery, so this waits a while for it. A connection that
+	// failed so has mapped that index too, and would keep it alive for
+	// everyone: it is dropped, and a new one tried, each time. The index
+	// is rebuilt over the WAL now at the path by whichever process next
+	// opens it while no other holds it.
 	var ids map[int64]int64
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for pause := 20 * time.Millisecond; ; pause = min(2*pause, 500*time.Millisecond) {
 		if ids, err = j.writeBack(ctx, lost); err == nil || time.Now().After(deadline) {
 			break
 		}
 		j.rollback()
+		if rerr := j.releaseOld(ctx); rerr != nil {
+			return rerr
+		}
 		time.Sleep(pause)
 	}
 	if err != nil {
