@@ -664,3 +664,101 @@ func TestClassifySystemErrors(t *testing.T) {
 		t.Errorf("an unknown cause was given a kind: %v", err)
 	}
 }
+
+// A process whose WAL and index were removed while it had calls in them
+// (a settled one, one in flight) writes them back into the journal as it
+// now is once it finds the loss: by key, once each, marked re-recorded,
+// under ids that name no other call, and beside the call another process
+// made meanwhile, which is left as it was. The outcome it then records by
+// the call's new id lands on that call.
+func TestLostWALCallsWrittenBackByKey(t *testing.T) {
+	sqliteOnly(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	newJournal(t, path)
+	j, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	settled, err := j.RecordIntent(ctx, intent("create_order", `{"n":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.RecordOutcome(ctx, settled.ID, 1, Outcome{Event: EventSucceeded, Result: []byte(`{"content":[]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	open, err := j.RecordIntent(ctx, intent("create_order", `{"n":2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Get(ctx, open.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if err := os.Remove(path + suffix); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another process's call, in the journal as it now is.
+	child, out, _ := startChild(t, "intent", "PENDING_DB="+path)
+	line, err := out.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "recorded ") {
+		t.Fatalf("child: %q %v", line, err)
+	}
+	otherID, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimPrefix(line, "recorded ")), 10, 64)
+	_ = child.Process.Kill()
+	_ = child.Wait()
+
+	answer := []byte(`{"content":[{"type":"text","text":"done"}]}`)
+	if err := j.RecordOutcome(ctx, open.ID, 1, Outcome{Event: EventSucceeded, Result: answer}); !errors.Is(err, ErrJournalReplaced) {
+		t.Fatalf("an outcome by the old id after the loss: %v", err)
+	}
+	newID, ok := j.ReRecorded(open.ID)
+	if !ok {
+		t.Fatalf("call %d not written back: %v", open.ID, j.WALLossError())
+	}
+	if err := j.RecordOutcomeAfterLoss(ctx, newID, 1, Outcome{Event: EventSucceeded, Result: answer}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); !errors.Is(err, ErrJournalReplaced) {
+		t.Fatalf("close: %v", err)
+	}
+
+	j2 := openTest(t, path)
+	calls, err := j2.List(ctx, Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKey := map[string][]Call{}
+	for _, c := range calls {
+		byKey[c.Key] = append(byKey[c.Key], c)
+	}
+	other := intent("create_order", `{"item":"widget"}`).Key
+	if o := byKey[other]; len(o) != 1 || o[0].ID != otherID {
+		t.Fatalf("the other process's call (id %d): %+v", otherID, o)
+	}
+	for _, want := range []struct {
+		key    string
+		reason string
+	}{{settled.Key, ""}, {open.Key, ReasonReRecorded}} {
+		got := byKey[want.key]
+		if len(got) != 1 {
+			t.Fatalf("key %s: want it once, found %d", want.key, len(got))
+		}
+		c, err := j2.Get(ctx, got[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.State != StateSucceeded || c.Reason != want.reason || len(c.Attempts) != 1 {
+			t.Fatalf("key %s: %+v", want.key, c)
+		}
+		var events int
+		if err := j2.read.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE kind = ? AND call_id = ?`,
+			EventReRecorded, c.ID).Scan(&events); err != nil || events != 1 {
+			t.Fatalf("key %s: %d %s events (%v)", want.key, events, EventReRecorded, err)
+		}
+	}
+	if c, _ := j2.Get(ctx, newID); string(c.Attempts[0].Result) != string(answer) {
+		t.Fatalf("the outcome recorded after the loss: %+v", c.Attempts)
+	}
+}
