@@ -762,3 +762,52 @@ func TestLostWALCallsWrittenBackByKey(t *testing.T) {
 		t.Fatalf("the outcome recorded after the loss: %+v", c.Attempts)
 	}
 }
+
+// A call whose row reached the file before the WAL was removed (a
+// checkpoint had copied it) is not written back a second time: the row
+// that survived gets the outcome the lost WAL had, and the mark.
+func TestLostWALReconcilesTheRowThatSurvived(t *testing.T) {
+	sqliteOnly(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	newJournal(t, path)
+	j, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := j.RecordIntent(ctx, intent("create_order", `{"n":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var busy, logged, copied int
+	if err := j.read.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logged, &copied); err != nil || busy != 0 {
+		t.Fatalf("checkpoint: busy %d, %v", busy, err)
+	}
+	if err := j.RecordOutcome(ctx, c.ID, 1, Outcome{Event: EventFailed, Reason: "refused"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path + "-wal"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.RecordIntent(ctx, intent("create_order", `{"n":2}`)); !errors.Is(err, ErrJournalReplaced) {
+		t.Fatalf("an intent after the loss: %v", err)
+	}
+	if id, ok := j.ReRecorded(c.ID); !ok || id != c.ID {
+		t.Fatalf("the surviving call %d: written back as %d %v (%v)", c.ID, id, ok, j.WALLossError())
+	}
+	j.Close()
+	j2 := openTest(t, path)
+	calls, err := j2.List(ctx, Filter{})
+	if err != nil || len(calls) != 1 {
+		t.Fatalf("want the one call, once: %+v %v", calls, err)
+	}
+	got, err := j2.Get(ctx, c.ID)
+	if err != nil || got.State != StateFailed || got.Reason != "refused" || got.Attempts[0].Outcome != OutcomeFailed {
+		t.Fatalf("the surviving row: %+v %v", got, err)
+	}
+	var events int
+	if err := j2.read.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE kind = ? AND call_id = ? AND detail LIKE '%row that survived%'`,
+		EventReRecorded, c.ID).Scan(&events); err != nil || events != 1 {
+		t.Fatalf("%d %s events on the row that survived (%v)", events, EventReRecorded, err)
+	}
+}
