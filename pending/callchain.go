@@ -39,6 +39,12 @@ import (
 //     change no state and are covered by that chain alone);
 //   - copied (seq 1 of a call copied from another journal): content =
 //     intentContent; the history before the copy is the other journal's.
+//   - re_recorded (seq 1 of a call this process wrote back after the
+//     journal's WAL was lost under it, or a later link of a call whose row
+//     survived and was given what the lost WAL held, walloss.go): content =
+//     intentContent; the state it names is where the call stands from
+//     there, its history before that being what the process held in
+//     memory, not what a chain covered.
 //
 // Each link names the state machine's event it was (Event, "" for none)
 // and the call's state after it. A link's hash is the lowercase hex
@@ -76,6 +82,7 @@ const (
 	linkLate     = "late"
 	linkDecision = "decision"
 	linkCopied   = "copied"
+	linkReRecord = "re_recorded"
 )
 
 func init() {
@@ -454,6 +461,16 @@ func checkCall(c chainedCall, ls []storedLink, atts map[int64]attemptSeen, decis
 			if l.Kind == linkIntent && state != StateInFlight {
 				return false, fmt.Sprintf("%s says the call began %s, not in_flight", where, state)
 			}
+			continue
+		case linkReRecord:
+			if l.Content != c.intentRow.content() {
+				return false, fmt.Sprintf("call %d was changed after it was re-recorded: its server, tool, key, arguments or fingerprint "+
+					"no longer match %s", c.ID, where)
+			}
+			// Written back from memory after the WAL was lost: the state
+			// stands from here, and attempts ended before are not covered.
+			covered, copied = true, true
+			state = State(l.State)
 			continue
 		case linkDecision:
 			if id, ok := decisions[l.Content]; !ok || id != c.ID {

@@ -810,4 +810,10 @@ func TestLostWALReconcilesTheRowThatSurvived(t *testing.T) {
 		EventReRecorded, c.ID).Scan(&events); err != nil || events != 1 {
 		t.Fatalf("%d %s events on the row that survived (%v)", events, EventReRecorded, err)
 	}
+	// The row's chain goes on from its intent with a re_recorded link to
+	// the state the write-back gave it.
+	rep, err := j2.VerifyChain(ctx)
+	if err != nil || !rep.Intact() {
+		t.Fatalf("verify after the write-back onto the surviving row: %+v %+v %v", rep, rep.Calls, err)
+	}
 }

@@ -431,6 +431,10 @@ func (j *Journal) writeBack(ctx context.Context, lost []lostCall) (map[int64]int
 				j.rollback()
 				return nil, err
 			}
+			if err := j.linkReRecorded(ctx, c, newID); err != nil {
+				j.rollback()
+				return nil, err
+			}
 		}
 		ids[oldID] = newID
 	}
@@ -506,4 +510,20 @@ func reconcileLost(ctx context.Context, c *sql.Conn, lc lostCall, id int64, stat
 		changed = true
 	}
 	return changed, nil
+}
+
+// linkReRecorded chains what the write-back did to call id (callchain.go):
+// the first link of a call inserted again, or the next of one whose row
+// survived, naming the state it now stands in; verify then checks the
+// call's history from there, not the part only memory held.
+func (j *Journal) linkReRecorded(ctx context.Context, c *sql.Conn, id int64) error {
+	var r intentRow
+	if err := c.QueryRowContext(ctx, `SELECT server, server_alias, server_identity, tool, key, args, fingerprint, created_at,
+		coalesce(compensates, 0) FROM calls WHERE id = ?`, id).Scan(&r.Server, &r.ServerAlias, &r.ServerIdentity, &r.Tool, &r.Key,
+		&r.Args, &r.Fingerprint, &r.CreatedAt, &r.Compensates); err != nil {
+		return fmt.Errorf("read call %d for its link: %w", id, err)
+	}
+	q, args := j.linkInsert("SELECT id, state FROM calls WHERE id = ?", linkReRecord, 0, "", r.content(), r.Key)
+	_, err := c.ExecContext(ctx, q, append(args, id)...)
+	return err
 }

@@ -123,6 +123,11 @@ func TestE2EWALLostUnderAWrite(t *testing.T) {
 			if got := w.sent("create_order"); got[key] != 1 || got[other.Key] != 1 {
 				t.Fatalf("each write is sent once; wire log has %v", got)
 			}
+			// The calls' chains cover the write-back (a re_recorded link)
+			// and the outcome recorded after it.
+			if v := w.run("verify"); v.code != exitOK {
+				t.Fatalf("verify after the write-back: %s", v)
+			}
 		})
 	}
 }
