@@ -146,32 +146,7 @@ func TestE2ELiveCallReportsWhatTheJournalSays(t *testing.T) {
 	key := w.waitSentKey(t, nil, time.Minute)
 	waitRecord(t, db, key, "completed", time.Minute)
 
-	jdb, err := sql.Open("sqlite", w.journal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := jdb.Exec("UPDATE calls SET owner = '01DEADDEADDEADDEADDEADDEAD' WHERE key = ?", key); err != nil {
-		t.Fatal(err)
-	}
-	jdb.Close()
-	calls := w.list()
-	if len(calls) != 1 || calls[0].State != "unknown" || calls[0].Reason != "recovered after unclean shutdown" {
-		t.Fatalf("the call of a dead owner id should have been recovered: %+v", calls)
-	}
-	id := calls[0].ID
-
-	// The operator retries, on a server that runs it again and holds it.
-	again := filepath.Join(w.dir, "answer-retry")
-	retry := w.start(t, w.withDB([]string{"retry", strconv.FormatInt(id, 10), "--any-server", "--",
-		w.bin, "demo-server", "--db", filepath.Join(w.dir, "other.db"), "--hang-after-commit", "1", "--answer-when", again}))
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		if c := w.show(id); c.State == "in_flight" && len(c.Attempts) == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the retry's attempt 2 was not in flight within a minute: %+v", w.show(id))
-		}
-	}
+	id, retry, again := w.takenOverAndRetried(t, key)
 
 	// The first process's answer comes now.
 	if err := os.WriteFile(answer, nil, 0o600); err != nil {
@@ -226,30 +201,7 @@ func TestE2EProxyLiveCallAnswersWhatTheJournalSays(t *testing.T) {
 	key := w.waitSentKey(t, nil, time.Minute)
 	waitRecord(t, db, key, "completed", time.Minute)
 
-	jdb, err := sql.Open("sqlite", w.journal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := jdb.Exec("UPDATE calls SET owner = '01DEADDEADDEADDEADDEADDEAD' WHERE key = ?", key); err != nil {
-		t.Fatal(err)
-	}
-	jdb.Close()
-	calls := w.list()
-	if len(calls) != 1 || calls[0].State != "unknown" {
-		t.Fatalf("the call of a dead owner id should have been recovered: %+v", calls)
-	}
-	id := calls[0].ID
-	again := filepath.Join(w.dir, "answer-retry")
-	retry := w.start(t, w.withDB([]string{"retry", strconv.FormatInt(id, 10), "--any-server", "--",
-		w.bin, "demo-server", "--db", filepath.Join(w.dir, "other.db"), "--hang-after-commit", "1", "--answer-when", again}))
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		if c := w.show(id); c.State == "in_flight" && len(c.Attempts) == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the retry's attempt 2 was not in flight within a minute: %+v", w.show(id))
-		}
-	}
+	id, retry, again := w.takenOverAndRetried(t, key)
 
 	if err := os.WriteFile(answer, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -272,4 +224,37 @@ func TestE2EProxyLiveCallAnswersWhatTheJournalSays(t *testing.T) {
 	}
 	retry.wait()
 	wantExit(t, retry.result(), exitOK, "the retry, answered")
+}
+
+// takenOverAndRetried stages what a cleaner once did to a live call (the
+// call's owner id made a dead one's, since a real cleaner no longer can)
+// and what an operator then does: list recovers the call as unknown, and a
+// retry sends it again to a server that runs it and holds the answer until
+// the file again is written. It returns the call's id and the retry.
+func (w *world) takenOverAndRetried(t *testing.T, key string) (id int64, retry *bgCall, again string) {
+	t.Helper()
+	jdb, err := sql.Open("sqlite", w.journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jdb.Exec("UPDATE calls SET owner = '01DEADDEADDEADDEADDEADDEAD' WHERE key = ?", key); err != nil {
+		t.Fatal(err)
+	}
+	jdb.Close()
+	calls := w.list()
+	if len(calls) != 1 || calls[0].State != "unknown" || calls[0].Reason != "recovered after unclean shutdown" {
+		t.Fatalf("the call of a dead owner id should have been recovered: %+v", calls)
+	}
+	id = calls[0].ID
+	again = filepath.Join(w.dir, "answer-retry")
+	retry = w.start(t, w.withDB([]string{"retry", strconv.FormatInt(id, 10), "--any-server", "--",
+		w.bin, "demo-server", "--db", filepath.Join(w.dir, "other.db"), "--hang-after-commit", "1", "--answer-when", again}))
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if c := w.show(id); c.State == "in_flight" && len(c.Attempts) == 2 {
+			return id, retry, again
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the retry's attempt 2 was not in flight within a minute: %+v", w.show(id))
+		}
+	}
 }
