@@ -121,7 +121,9 @@ or journal is given, else over the server after -- (or --config/--server).`,
 	root.SetIn(c.env.stdin)
 	root.SetOut(c.env.stdout)
 	root.SetErr(c.env.stderr)
-	root.SetVersionTemplate("mcp-confirm {{.Version}}\n")
+	// --version prints what the version command does (no "{{" can occur
+	// in it: a module version has none).
+	root.SetVersionTemplate(build.Long())
 	root.SetUsageTemplate(usageTemplate)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return &usageError{cmd: cmd, err: err} })
 
@@ -203,8 +205,11 @@ func (c *cli) consoleCommand() *cobra.Command {
 }
 
 func (c *cli) versionCommand() *cobra.Command {
-	return c.leaf(&cobra.Command{Use: "version", Short: "print the version"}, "read", nil, func([]string) int {
-		fmt.Fprintf(c.env.stdout, "mcp-confirm %s\n", version)
+	return c.leaf(&cobra.Command{Use: "version", Short: "print the version, commit, commit date and Go version (also --version)"}, "read", nil, func(pos []string) int {
+		if len(pos) > 0 {
+			return c.unexpected("version", pos[0], "mcp-confirm version takes no arguments.")
+		}
+		fmt.Fprint(c.env.stdout, build.Long())
 		return exitOK
 	})
 }

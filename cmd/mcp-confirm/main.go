@@ -9,10 +9,17 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	buildversion "github.com/mcp-confirm/mcp-confirm/internal/version"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
+// build is this binary's identity, as the go command stamped it
+// (internal/version); version is it in one word, for serverInfo,
+// clientInfo and logs.
+var (
+	build   = buildversion.Read()
+	version = build.Short()
+)
 
 // Exit codes, as documented in SPEC §4 and the README.
 const (
