@@ -55,8 +55,11 @@ type Options struct {
 	// (--host-timeout), when the table of known hosts is wrong for it or
 	// does not know it; zero: the policy's host_timeout, else the table.
 	HostTimeout time.Duration
-	Version     string       // mcp-confirm's version, for clientInfo
-	Logger      *slog.Logger // the proxy's log (stderr or --log); never stdout
+	// Version is mcp-confirm's version, for clientInfo, and for the
+	// description in the serverInfo the host is given (whose name, version
+	// and title stay the server's own: calls are remembered by its name).
+	Version string
+	Logger  *slog.Logger // the proxy's log (stderr or --log); never stdout
 	// ServerStderr receives the downstream server's stderr; it must not
 	// block. Nil: only its last lines are kept, for error messages.
 	ServerStderr io.Writer
@@ -333,6 +336,9 @@ func (p *Proxy) start(ctx context.Context, first []byte) (*server.MCPServer, err
 	if info.Instructions != "" {
 		opts = append(opts, server.WithInstructions(info.Instructions))
 	}
+	if p.opts.Version != "" {
+		opts = append(opts, server.WithDescription(Description(p.opts.Version)))
+	}
 	srv := server.NewMCPServer(info.Name, info.Version, opts...)
 	p.tools.srv.Store(srv)
 	if err := p.listToolsBeforeAnswering(ctx); err != nil {
@@ -340,6 +346,12 @@ func (p *Proxy) start(ctx context.Context, first []byte) (*server.MCPServer, err
 	}
 	p.bg.Go(p.watchServer)
 	return srv, nil
+}
+
+// Description is the serverInfo description a host is given: which
+// mcp-confirm stands between it and the server.
+func Description(version string) string {
+	return "through mcp-confirm " + version + ": write calls are journaled and never resent"
 }
 
 // refuseFirst answers the host's first request when the server could not

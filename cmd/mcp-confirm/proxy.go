@@ -204,6 +204,9 @@ func prepareProxy(ctx context.Context, e *env, logTo io.Writer, g *globalOpts, f
 		}
 	}
 	log := slog.New(slog.NewTextHandler(logw, nil)).With("from", "mcp-confirm proxy")
+	// The log's first line says which build wrote it, before the server
+	// (whose stderr shares the log) is started.
+	log.Info("mcp-confirm proxy starting", build.LogArgs()...)
 	var m *metrics.Metrics
 	var observe func(guard.Observation)
 	if f.metrics != "" {
