@@ -162,7 +162,7 @@ func TestReleaseIsReproducible(t *testing.T) {
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Errorf("archive holds %v, want %v", names, want)
 	}
-	if readme := git(t, "show", "HEAD:README.md"); strings.TrimSpace(string(files[top+"README.md"])) != readme {
+	if readme := git(t, "show", r.commit+":README.md"); strings.TrimSpace(string(files[top+"README.md"])) != readme {
 		t.Errorf("the archive's README.md is not the commit's")
 	}
 
