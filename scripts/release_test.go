@@ -39,6 +39,15 @@ var (
 	release     built
 )
 
+// TestMain removes the release's folders after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if release.first != "" {
+		os.RemoveAll(filepath.Dir(release.first))
+	}
+	os.Exit(code)
+}
+
 func git(t *testing.T, args ...string) string {
 	t.Helper()
 	out, err := exec.Command("git", args...).Output()
