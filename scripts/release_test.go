@@ -310,3 +310,46 @@ func TestReleaseInstallsAsTheREADMESays(t *testing.T) {
 		t.Errorf("not installed in ~/.local/bin: %v", err)
 	}
 }
+
+// The version a binary prints when it was built from a tree with changes
+// (the commit, and "dirty") and when the go command stamped nothing
+// ("(devel)", commit unknown): built from a clone of HEAD as the release
+// is, so the build shares its cache.
+func TestReleaseVersionOfDirtyAndUnstampedBuilds(t *testing.T) {
+	r := buildRelease(t)
+	src := filepath.Join(t.TempDir(), "src")
+	if out, err := exec.Command("git", "clone", "-q", "--shared", "--no-checkout", "..", src).CombinedOutput(); err != nil {
+		t.Fatalf("git clone: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("git", "-C", src, "checkout", "-q", "--detach", r.commit).CombinedOutput(); err != nil {
+		t.Fatalf("git checkout: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(src, "README.md"), []byte("changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		buildvcs string
+		want     []string
+	}{
+		{"true", []string{"mcp-confirm v0.", "+dirty\n", "commit:  " + r.commit + " (dirty: built with uncommitted changes)\n",
+			"date:    " + r.commitTime.Format(time.RFC3339) + " (commit time)\n"}},
+		{"false", []string{"mcp-confirm (devel)\n", "commit:  unknown (not stamped", "date:    unknown\n"}},
+	} {
+		bin := filepath.Join(t.TempDir(), "mcp-confirm")
+		build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w -buildid=", "-o", bin, "./cmd/mcp-confirm")
+		build.Dir = src
+		build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs="+tc.buildvcs)
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("go build -buildvcs=%s: %v\n%s", tc.buildvcs, err, out)
+		}
+		out, err := exec.Command(bin, "version").Output()
+		if err != nil {
+			t.Fatalf("version: %v", err)
+		}
+		for _, w := range tc.want {
+			if !bytes.Contains(out, []byte(w)) {
+				t.Errorf("-buildvcs=%s: version lacks %q:\n%s", tc.buildvcs, w, out)
+			}
+		}
+	}
+}
