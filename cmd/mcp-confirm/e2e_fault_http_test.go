@@ -27,8 +27,8 @@ import (
 )
 
 // TestE2ERandomFaultsHTTP is the randomized fault test over Streamable
-// HTTP: at least 200 runs, each a create_order through the binary with
-// --url, on loopback, against demo servers that each worker keeps running
+// HTTP: 200 runs (MCP_CONFIRM_LONG=1; 60 by default), each a create_order
+// through the binary with --url, on loopback, against demo servers that each worker keeps running
 // (one database per worker), through a relay of the test's that counts
 // every request and makes the faults a network makes. One fault a run: none
 // (on the stateless 2026-07-28 era or a 2025 session); a cut after the
@@ -58,7 +58,8 @@ import (
 // attempt its call's journal shows, and no key holds two orders.
 //
 // MCP_CONFIRM_FAULT_SEED replays a seed (printed at the start and on
-// failure); MCP_CONFIRM_FAULT_RUNS raises the run count.
+// failure); MCP_CONFIRM_LONG=1 runs it 200 times (60 by default), and
+// MCP_CONFIRM_FAULT_RUNS sets the run count.
 func TestE2ERandomFaultsHTTP(t *testing.T) {
 	runFaultSoak(t, faultSoak{
 		name:   "HTTP fault test",
