@@ -390,6 +390,31 @@ func (g *Guard) lateSettled(ctx context.Context, id int64) (Result, error) {
 	return res, &LateSettledError{CallID: c.ID, State: c.State}
 }
 
+// AsJournaled is res as the journal now has its call, read again before
+// it is reported (issue 44): while this process waited on the server,
+// another may have taken its attempt for lost and an operator retried the
+// call (it is in flight again, or settled), or an answer that came as the
+// session closed settled it. A call settled meanwhile carries the answer
+// that settled it; otherwise what the server answered this process stays.
+// res unchanged when the journal cannot be read.
+func AsJournaled(ctx context.Context, j *pending.Journal, res Result) Result {
+	if res.Call.ID == 0 {
+		return res
+	}
+	c, err := j.Get(ctx, res.Call.ID)
+	if err != nil {
+		return res
+	}
+	settled := func(s pending.State) bool { return s == pending.StateSucceeded || s == pending.StateFailed }
+	if settled(c.State) && !settled(res.State) {
+		if a, ok := settlingAttempt(c); ok {
+			res.Result, res.Error = a.Result, a.Error
+		}
+	}
+	res.Call, res.State = c, c.State
+	return res
+}
+
 // settlingAttempt is the attempt whose answer settled the call: the newest
 // one with a succeeded or failed outcome.
 func settlingAttempt(c pending.Call) (pending.Attempt, bool) {

@@ -203,30 +203,17 @@ func (p *Proxy) answer(tool string, res guard.Result, err error) (json.RawMessag
 const reasonSentElsewhere = "while it was on its way, another process took it for lost and it was sent again from there"
 
 // asJournaled reads an unknown or in-flight call again before the host is
-// told of it, so that what the host is told is what the journal says
-// (issue 44): another process may have recovered the call while this one
-// waited on the server, an operator retried it, and it is in flight again
-// or already settled. A settled call is answered with its stored outcome.
+// told of it (guard.AsJournaled), so that what the host is told is what the
+// journal says: another process may have recovered the call while this one
+// waited on the server, and an operator retried it. Settled answers are
+// not read again: the hot path of a write stays one journal write.
 func (p *Proxy) asJournaled(res guard.Result) guard.Result {
-	if (res.State != pending.StateUnknown && res.State != pending.StateInFlight) || res.Call.ID == 0 {
+	if res.State != pending.StateUnknown && res.State != pending.StateInFlight {
 		return res
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := p.opts.Journal.Get(ctx, res.Call.ID)
-	if err != nil || c.State == res.State {
-		return res
-	}
-	out := res
-	out.Call, out.State = c, c.State
-	if c.State == pending.StateSucceeded || c.State == pending.StateFailed {
-		for _, a := range c.Attempts {
-			if a.Outcome == pending.OutcomeSucceeded || a.Outcome == pending.OutcomeFailed {
-				out.Result, out.Error = a.Result, a.Error
-			}
-		}
-	}
-	return out
+	return guard.AsJournaled(ctx, p.opts.Journal, res)
 }
 
 func encode(r *mcp.CallToolResult) (json.RawMessage, *mcpclient.RPCError) {

@@ -117,33 +117,18 @@ func checkCall(ctx context.Context, e *env, g *globalOpts, en *engine, tool stri
 }
 
 // settledMeanwhile re-reads the call before it is reported, so that what
-// is printed is what the journal says. An answer that arrived as the
-// session closed has settled a call that was unknown: the caller is told
-// that rather than "unknown". And another process may have changed the
-// call while this one sent it (taken its attempt for lost, and an operator
-// retried it, issue 44): this process's own view of it would then be false.
+// is printed is what the journal says (guard.AsJournaled); an answer that
+// arrived as the session closed and settled a call that was unknown is
+// said to have done so, rather than "unknown".
 func settledMeanwhile(ctx context.Context, e *env, cmd string, j *pending.Journal, res guard.Result, err error) guard.Result {
-	if err != nil || res.Call.ID == 0 {
+	if err != nil {
 		return res
 	}
-	c, gerr := j.Get(ctx, res.Call.ID)
-	if gerr != nil {
-		return res
+	out := guard.AsJournaled(ctx, j, res)
+	if res.State == pending.StateUnknown && (out.State == pending.StateSucceeded || out.State == pending.StateFailed) {
+		fmt.Fprintf(e.stderr, "mcp-confirm %s: call %d's answer arrived as the session closed: it %s (nothing was resent).\n", cmd, out.Call.ID, out.State)
 	}
-	if res.State == pending.StateUnknown && (c.State == pending.StateSucceeded || c.State == pending.StateFailed) {
-		fmt.Fprintf(e.stderr, "mcp-confirm %s: call %d's answer arrived as the session closed: it %s (nothing was resent).\n", cmd, c.ID, c.State)
-		out := guard.Result{Call: c, State: c.State, Key: c.Key, ReRecordedFrom: res.ReRecordedFrom}
-		for _, a := range c.Attempts {
-			if a.Outcome == pending.OutcomeSucceeded || a.Outcome == pending.OutcomeFailed {
-				out.Result, out.Error = a.Result, a.Error
-			}
-		}
-		return out
-	}
-	// What the server answered this process stays (res.Result): it is the
-	// journal's too, on this process's attempt.
-	res.Call, res.State = c, c.State
-	return res
+	return out
 }
 
 // maxArgsBytes bounds the arguments read from stdin or a file: a mistaken
